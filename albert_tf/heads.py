@@ -1,0 +1,91 @@
+"""Task heads that sit on an AlbertEncoder's outputs.
+
+Pretraining heads compute in float32 whatever the global mixed-precision
+policy, so logits and their LayerNorm keep full precision; they are small
+(P masked positions, one pooled vector) so this costs nearly nothing.
+"""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf import activations
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertMaskedLMHead(keras.layers.Layer):
+  """`cls/predictions`: dense H->E with the hidden activation, LayerNorm(E), tied logits.
+
+  Args:
+    vocab_size: V, size of the output bias.
+    embedding_size: E, width of the transform and of the tied table.
+    hidden_act: activation of the transform ("gelu" = tanh approximation).
+    initializer_range: stddev of the truncated-normal kernel initializer.
+  """
+
+  def __init__(self, vocab_size, embedding_size, hidden_act="gelu", initializer_range=0.02,
+               **kwargs):
+    kwargs.setdefault("dtype", "float32")
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.embedding_size = embedding_size
+    self.hidden_act = hidden_act
+    self.initializer_range = initializer_range
+    self.dense = keras.layers.Dense(
+        embedding_size, activation=activations.get(hidden_act), name="dense", dtype=self.dtype_policy,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
+                                                         dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    self.dense.build([None, None, input_shape[-1]])
+    self.layer_norm.build([None, None, self.embedding_size])
+    self.output_bias = self.add_weight("output_bias", shape=[self.vocab_size],
+                                       initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, masked_hidden, embedding_table):
+    """[B, P, H] hidden states at masked positions, [V, E] table -> [B, P, V] float32 logits."""
+    x = self.layer_norm(self.dense(masked_hidden))                     # [B, P, E]
+    table = tf.cast(embedding_table, tf.float32)                       # read as float32 here
+    logits = tf.einsum("bpe,ve->bpv", x, table)                        # [B, P, V]
+    return tf.nn.bias_add(logits, self.output_bias)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                  hidden_act=self.hidden_act, initializer_range=self.initializer_range)
+    return config
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertSentenceOrderHead(keras.layers.Layer):
+  """`cls/seq_relationship`: logits = pooled @ output_weights^T + output_bias, weights [2, H].
+
+  Args:
+    num_classes: 2 for sentence order (and for NSP).
+    initializer_range: stddev of the truncated-normal initializer.
+  """
+
+  def __init__(self, num_classes=2, initializer_range=0.02, **kwargs):
+    kwargs.setdefault("dtype", "float32")
+    super().__init__(**kwargs)
+    self.num_classes = num_classes
+    self.initializer_range = initializer_range
+
+  def build(self, input_shape):
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[self.num_classes, input_shape[-1]],
+        initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+    self.output_bias = self.add_weight("output_bias", shape=[self.num_classes],
+                                       initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, pooled_output):
+    """[B, H] -> [B, num_classes] float32 logits."""
+    logits = tf.matmul(pooled_output, self.output_weights, transpose_b=True)
+    return tf.nn.bias_add(logits, self.output_bias)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_classes=self.num_classes, initializer_range=self.initializer_range)
+    return config

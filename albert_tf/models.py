@@ -1,0 +1,67 @@
+"""Task models: an AlbertEncoder plus a head."""
+
+from typing import Dict, Union
+
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
+
+
+def _as_encoder(encoder_or_config) -> AlbertEncoder:
+  if isinstance(encoder_or_config, AlbertEncoder):
+    return encoder_or_config
+  return AlbertEncoder(encoder_or_config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+  """AlbertEncoder + masked-LM head (tied to the word embeddings) + sentence-order head.
+
+  Called with the encoder's inputs and, optionally, `masked_lm_positions`
+  [B, P] int32, it returns the encoder's outputs plus `sop_logits` [B, 2]
+  and, when positions are given, `mlm_logits` [B, P, V] (both float32).
+
+  Args:
+    encoder: an AlbertEncoder to reuse, or an AlbertConfig / dict / preset
+      name to build one from.
+  """
+
+  def __init__(self, encoder: Union[AlbertEncoder, AlbertConfig, dict, str], **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = _as_encoder(encoder)
+    c = self.encoder.config
+    self.masked_lm = AlbertMaskedLMHead(c.vocab_size, c.embedding_size, c.hidden_act,
+                                        c.initializer_range, name="predictions")
+    self.sentence_order = AlbertSentenceOrderHead(2, c.initializer_range, name="seq_relationship")
+    self.masked_lm.build([None, None, c.hidden_size])
+    self.sentence_order.build([None, c.hidden_size])
+    self.built = True
+
+  @property
+  def config(self) -> AlbertConfig:
+    return self.encoder.config
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
+    outputs = dict(self.encoder(inputs, training=training))
+    outputs["sop_logits"] = self.sentence_order(outputs["pooled_output"])            # [B, 2]
+    positions = inputs.get("masked_lm_positions")
+    if positions is not None:
+      masked = tf.gather(outputs["sequence_output"], positions, batch_dims=1)        # [B, P, H]
+      outputs["mlm_logits"] = self.masked_lm(masked, self.encoder.embedding_table)  # [B, P, V]
+    return outputs
+
+  @property
+  def checkpoint_items(self):
+    """Objects to track in a tf.train.Checkpoint; `encoder` alone restores fine-tuning models."""
+    return dict(encoder=self.encoder, masked_lm=self.masked_lm,
+                sentence_order=self.sentence_order)
+
+  def get_config(self):
+    return dict(encoder=self.encoder.config.to_dict(), name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

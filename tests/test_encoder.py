@@ -1,0 +1,169 @@
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, heads, layers
+from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
+
+
+@pytest.mark.parametrize("preset,count", [
+    ("base", 11_683_584), ("large", 17_683_968), ("xlarge", 58_724_864),
+    ("xxlarge", 222_595_584)])
+def test_released_parameter_counts(preset, count):
+  assert AlbertEncoder(preset).count_params() == count
+
+
+def test_outputs_and_sharing_structure():
+  encoder = AlbertEncoder(GROUPED)
+  inputs = random_inputs(GROUPED)
+  out = encoder(encoder_inputs(inputs))
+  assert out["sequence_output"].shape == (3, 11, 32)
+  assert out["pooled_output"].shape == (3, 32)
+  # One output per attention+FFN application: L * inner_group_num.
+  assert len(out["encoder_outputs"]) == 5 * 2
+  np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
+  # G * inner distinct blocks, and no more weights than that.
+  blocks = [b for group in encoder.groups for b in group]
+  assert len(blocks) == 4 and len({id(b) for b in blocks}) == 4
+  assert encoder.embedding_projection is not None
+  assert AlbertEncoder(SQUARE).embedding_projection is None
+  assert encoder.embedding_table.shape == (97, 8)
+
+
+def test_padding_never_influences_real_tokens():
+  encoder = AlbertEncoder(GROUPED)
+  inputs = encoder_inputs(random_inputs(GROUPED))
+  mask = inputs["input_mask"]
+  assert (mask == 0).any()
+  changed = dict(inputs)
+  rng = np.random.default_rng(5)
+  changed["input_word_ids"] = np.where(mask == 1, inputs["input_word_ids"],
+                                       rng.integers(0, 97, mask.shape)).astype(np.int32)
+  changed["input_type_ids"] = np.where(mask == 1, inputs["input_type_ids"], 1).astype(np.int32)
+  a, b = encoder(inputs), encoder(changed)
+  real = mask.astype(bool)
+  diff = np.abs(a["sequence_output"].numpy() - b["sequence_output"].numpy())
+  assert diff[real].max() < 1e-6
+  assert diff[~real].max() > 1e-3  # the padded positions did change, so the test can fail
+  np.testing.assert_allclose(a["pooled_output"], b["pooled_output"], atol=1e-6)
+
+
+def _copy_and_compare(model, rebuilt, inputs):
+  rebuilt.set_weights(model.get_weights())
+  a, b = model(inputs), rebuilt(inputs)
+  for key in ("sequence_output", "pooled_output", "sop_logits", "mlm_logits"):
+    if key in a:
+      np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_model_config_round_trip():
+  inputs = random_inputs(GROUPED)
+  encoder = AlbertEncoder(GROUPED, name="enc")
+  rebuilt = AlbertEncoder.from_config(encoder.get_config())
+  assert rebuilt.config == encoder.config and rebuilt.name == "enc"
+  _copy_and_compare(encoder, rebuilt, encoder_inputs(inputs))
+  pretrainer = AlbertPretrainer(GROUPED)
+  rebuilt = keras.layers.deserialize(json.loads(json.dumps(keras.layers.serialize(pretrainer))))
+  assert isinstance(rebuilt, AlbertPretrainer) and rebuilt.config == pretrainer.config
+  _copy_and_compare(pretrainer, rebuilt, inputs)
+
+
+@pytest.mark.parametrize("layer", [
+    lambda: layers.AlbertEmbeddings(97, 8, 24, 2, 0.1, 0.02),
+    lambda: layers.AlbertTransformerBlock(32, 4, 48, "relu", 0.1, 0.05, 0.03),
+    lambda: heads.AlbertMaskedLMHead(97, 8, "swish", 0.03),
+    lambda: heads.AlbertSentenceOrderHead(3, 0.04),
+])
+def test_layer_config_round_trip(layer):
+  layer = layer()
+  config = layer.get_config()
+  again = type(layer).from_config(config)
+  assert again.get_config() == config
+  restored = keras.layers.deserialize(keras.layers.serialize(layer))
+  assert type(restored) is type(layer) and restored.get_config() == config
+
+
+def test_pretrainer_outputs():
+  model = AlbertPretrainer(TINY)
+  out = model(random_inputs(TINY, num_masked=5))
+  assert out["mlm_logits"].shape == (3, 5, 97) and out["mlm_logits"].dtype == tf.float32
+  assert out["sop_logits"].shape == (3, 2)
+  no_positions = model(encoder_inputs(random_inputs(TINY)))
+  assert "mlm_logits" not in no_positions and "sop_logits" in no_positions
+  # The MLM output is tied to the word embeddings: no second [V, E] table.
+  tables = [w for w in model.weights if w.shape == (97, 8)]
+  assert len(tables) == 1
+
+
+def test_missing_inputs_are_a_clear_error():
+  with pytest.raises(ValueError, match="input_word_ids"):
+    AlbertEncoder(TINY)({"ids": np.zeros((1, 3), np.int32)})
+
+
+@pytest.mark.parametrize("policy,dtype", [("mixed_bfloat16", tf.bfloat16),
+                                          ("mixed_float16", tf.float16)])
+def test_mixed_precision(policy, dtype):
+  inputs = random_inputs(GROUPED)
+  reference = AlbertPretrainer(GROUPED)
+  expected = reference(inputs)
+  keras.mixed_precision.set_global_policy(policy)
+  model = AlbertPretrainer(GROUPED)
+  model.set_weights(reference.get_weights())
+  assert all(w.dtype == tf.float32 for w in model.weights)
+  out = model(inputs, training=True)
+  out = model(inputs)
+  assert out["sequence_output"].dtype == dtype
+  assert out["mlm_logits"].dtype == tf.float32 and out["sop_logits"].dtype == tf.float32
+  assert model.encoder.groups[0][0].attention_layer_norm.gamma.dtype == tf.float32
+  tol = 0.1 if dtype == tf.bfloat16 else 0.02
+  for key in ("sequence_output", "mlm_logits", "sop_logits"):
+    got = tf.cast(out[key], tf.float32).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected[key].numpy(), atol=tol * max(1, np.abs(got).max()))
+  # A training step in mixed precision produces finite float32 gradients.
+  with tf.GradientTape() as tape:
+    out = model(inputs, training=True)
+    loss = tf.reduce_mean(out["mlm_logits"] ** 2) + tf.reduce_mean(out["sop_logits"] ** 2)
+  grads = tape.gradient(loss, model.trainable_weights)
+  assert all(g is not None and g.dtype == tf.float32 and np.isfinite(tf.convert_to_tensor(g)).all()
+             for g in grads)
+
+
+def test_xla_matches_eager():
+  model = AlbertPretrainer(dict(GROUPED, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
+  inputs = {k: tf.constant(v) for k, v in random_inputs(GROUPED).items()}
+  eager = model(inputs, training=False)
+  xla = tf.function(lambda x: model(x, training=False), jit_compile=True)(inputs)
+  for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
+    np.testing.assert_allclose(xla[key], eager[key], atol=1e-5, rtol=1e-5)
+
+  @tf.function(jit_compile=True)
+  def grad_norm(x):
+    with tf.GradientTape() as tape:
+      out = model(x, training=True)
+      loss = tf.reduce_mean(out["mlm_logits"] ** 2) + tf.reduce_mean(out["sop_logits"] ** 2)
+    return tf.linalg.global_norm(tape.gradient(loss, model.trainable_weights))
+
+  assert np.isfinite(grad_norm(inputs).numpy())
+
+
+def test_builds_and_runs_under_mirrored_strategy():
+  devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+  assert len(devices) == 2
+  strategy = tf.distribute.MirroredStrategy(devices)
+  inputs = random_inputs(TINY, batch=4)
+  reference = AlbertPretrainer(TINY)
+  with strategy.scope():
+    model = AlbertPretrainer(TINY)
+  model.set_weights(reference.get_weights())
+  assert isinstance(model.encoder.embedding_table, tf.distribute.DistributedValues) or \
+      "Mirrored" in type(model.encoder.embedding_table).__name__
+  dataset = strategy.experimental_distribute_dataset(
+      tf.data.Dataset.from_tensor_slices(inputs).batch(4))
+  batch = next(iter(dataset))
+  per_replica = strategy.run(tf.function(lambda x: model(x)["sop_logits"]), args=(batch,))
+  got = np.concatenate([t.numpy() for t in strategy.experimental_local_results(per_replica)])
+  np.testing.assert_allclose(got, reference(inputs)["sop_logits"], atol=1e-5)
