@@ -108,10 +108,13 @@ class AlbertEncoder(keras.Model):
       x = self.embedding_projection(x)                                        # [B, S, H]
     bias = attention_bias_from_mask(mask)                                     # [B, 1, 1, S]
 
+    # Shared weights are read (and cast) once per call, not once per layer.
+    weights = [[block.read_weights() for block in group] for group in self.groups]
     encoder_outputs = []
     for layer_index in range(self.config.num_hidden_layers):
-      for block in self.groups[self.config.group_index(layer_index)]:
-        x = block(x, bias, training=training)                                 # [B, S, H]
+      group_index = self.config.group_index(layer_index)
+      for block, block_weights in zip(self.groups[group_index], weights[group_index]):
+        x = block(x, bias, training=training, weights=block_weights)          # [B, S, H]
         encoder_outputs.append(x)
 
     pooled = self.pooler(x[:, 0])                                             # [B, H]

@@ -18,7 +18,8 @@ class AlbertTransformerBlock(keras.layers.Layer):
   Weights keep the original layout (2-D kernels [in, out]) and the names of
   `bert/encoder/transformer/group_G/inner_group_K/*`, so checkpoints map one
   to one without transposes. The three attention projections run as a single
-  [H, 3H] matmul and the softmax is computed in float32.
+  [H, 3H] matmul, the math runs on [B * S, H] matrices (so oneDNN fuses
+  matmul + bias + activation), and the softmax is computed in float32.
 
   Args:
     hidden_size: H.
@@ -57,8 +58,8 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.attention_output = dense(hidden_size, "attention_output")
     self.attention_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
                                                          dtype=self.dtype_policy)
-    self.intermediate = dense(intermediate_size, "intermediate",
-                              activations.get(hidden_act))
+    self._activation = activations.get(hidden_act)
+    self.intermediate = dense(intermediate_size, "intermediate", self._activation)
     self.output_dense = dense(hidden_size, "output")
     self.output_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm_1",
                                                            dtype=self.dtype_policy)
@@ -74,7 +75,27 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.output_layer_norm.build([None, h])
     super().build(input_shape)
 
-  def call(self, inputs, attention_bias, training=None):
+  def read_weights(self):
+    """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
+
+    With cross-layer sharing the same block runs L times per forward pass;
+    reading (and under mixed precision casting) its weights once and passing
+    them to every application saves L - 1 reads, casts and concatenations.
+    The 1/sqrt(D) logit scale is folded into the query projection (exact for
+    D = 64, a power of two), and Q, K, V are concatenated for one matmul.
+    """
+    scale = 1.0 / math.sqrt(float(self.head_size))
+    return dict(
+        qkv_kernel=tf.concat([self.query.kernel * scale, self.key.kernel, self.value.kernel], 1),
+        qkv_bias=tf.concat([self.query.bias * scale, self.key.bias, self.value.bias], 0),
+        attention_kernel=tf.identity(self.attention_output.kernel),
+        attention_bias=tf.identity(self.attention_output.bias),
+        intermediate_kernel=tf.identity(self.intermediate.kernel),
+        intermediate_bias=tf.identity(self.intermediate.bias),
+        output_kernel=tf.identity(self.output_dense.kernel),
+        output_bias=tf.identity(self.output_dense.bias))
+
+  def call(self, inputs, attention_bias, training=None, weights=None):
     """Applies the block.
 
     Args:
@@ -82,23 +103,20 @@ class AlbertTransformerBlock(keras.layers.Layer):
       attention_bias: [B, 1, 1, S] float32, 0 where attending is allowed and
         -10000 at padding (the original's additive mask).
       training: enables dropout.
+      weights: the result of `read_weights()`, to reuse across applications;
+        read here when not given.
 
     Returns:
       [B, S, H] hidden states.
     """
+    w = weights if weights is not None else self.read_weights()
     batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
 
-    # The 1/sqrt(D) logit scale is folded into the query projection (exact
-    # for D = 64, a power of two); Q, K and V come out of one matmul.
-    scale = 1.0 / math.sqrt(float(d))
-    kernel = tf.concat([self.query.kernel * scale, self.key.kernel, self.value.kernel], 1)  # [H, 3H]
-    bias = tf.concat([self.query.bias * scale, self.key.bias, self.value.bias], 0)        # [3H]
-    qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)                         # [T, 3H]
+    qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
     q, k, v = qkv[0], qkv[1], qkv[2]                                         # [B, N, S, D]
-
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, S, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
@@ -106,9 +124,12 @@ class AlbertTransformerBlock(keras.layers.Layer):
     context = tf.matmul(probs, v)                                            # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
 
-    attention = self.hidden_dropout(self.attention_output(context), training=training)
+    attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
+    attention = self.hidden_dropout(attention, training=training)
     attention = self.attention_layer_norm(attention + x)                     # [T, H]
-    ffn = self.output_dense(self.intermediate(attention))                    # [T, I] -> [T, H]
+    inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
+    inner = self._activation(inner)                                          # [T, I]
+    ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [T, H]
     ffn = self.hidden_dropout(ffn, training=training)
     out = self.output_layer_norm(ffn + attention)                            # [T, H]
     return tf.reshape(out, [batch, seq, h])
