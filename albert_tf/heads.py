@@ -33,8 +33,8 @@ class AlbertMaskedLMHead(keras.layers.Layer):
     self.dense = keras.layers.Dense(
         embedding_size, activation=activations.get(hidden_act), name="dense", dtype=self.dtype_policy,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
-    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
-                                                         dtype=self.dtype_policy)
+    self.layer_norm = keras.layers.LayerNormalization(
+        epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
 
   def build(self, input_shape):
     self.dense.build([None, None, input_shape[-1]])

@@ -156,3 +156,19 @@ def test_matches_tf_models_official_albert_encoder(tmp_path):
   out = ours(inputs)
   np.testing.assert_allclose(out["sequence_output"].numpy(), seq.numpy(), atol=1e-5)
   np.testing.assert_allclose(out["pooled_output"].numpy(), pooled.numpy(), atol=1e-5)
+
+
+def test_native_object_checkpoint_restores_encoder_alone(tmp_path):
+  """checkpoint_items lets a fine-tuning model restore just the encoder of a pretrainer."""
+  model = AlbertPretrainer(GROUPED)
+  for w in model.weights:
+    w.assign(w + tf.random.normal(w.shape, stddev=0.1))
+  path = tf.train.Checkpoint(**model.checkpoint_items).write(str(tmp_path / "ckpt"))
+  fresh = AlbertPretrainer(GROUPED)
+  tf.train.Checkpoint(**fresh.checkpoint_items).read(path).assert_consumed()
+  inputs = random_inputs(GROUPED)
+  np.testing.assert_array_equal(model(inputs)["mlm_logits"], fresh(inputs)["mlm_logits"])
+  encoder = AlbertEncoder(GROUPED)
+  tf.train.Checkpoint(**encoder.checkpoint_items).read(path).assert_existing_objects_matched()
+  np.testing.assert_array_equal(encoder(encoder_inputs(inputs))["pooled_output"],
+                                model(inputs)["pooled_output"])

@@ -29,8 +29,8 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.type_vocab_size = type_vocab_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-    self.layer_norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-12, name="LayerNorm",
-                                                         dtype=self.dtype_policy)
+    self.layer_norm = keras.layers.LayerNormalization(
+        axis=-1, epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
     self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):

@@ -47,23 +47,26 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.head_size = hidden_size // num_attention_heads
 
-    def dense(units, name, activation=None):
+    # The Dense layers hold the weights (names, initializers, shapes); the math
+    # in `call` uses them through `read_weights`.
+    def dense(units, name):
       return keras.layers.Dense(
-          units, activation=activation, name=name, dtype=self.dtype_policy,
+          units, name=name, dtype=self.dtype_policy,
           kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 
     self.query = dense(hidden_size, "query")
     self.key = dense(hidden_size, "key")
     self.value = dense(hidden_size, "value")
     self.attention_output = dense(hidden_size, "attention_output")
-    self.attention_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
-                                                         dtype=self.dtype_policy)
+    self.attention_layer_norm = keras.layers.LayerNormalization(
+        epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
     self._activation = activations.get(hidden_act)
-    self.intermediate = dense(intermediate_size, "intermediate", self._activation)
+    self.intermediate = dense(intermediate_size, "intermediate")
     self.output_dense = dense(hidden_size, "output")
-    self.output_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm_1",
-                                                           dtype=self.dtype_policy)
-    self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
+    self.output_layer_norm = keras.layers.LayerNormalization(
+        epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
+    self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob,
+                                                  dtype=self.dtype_policy)
     self.hidden_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
