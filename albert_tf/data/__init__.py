@@ -1,0 +1,1 @@
+"""Data pipelines: example -> features -> tf.data, one module per task."""
