@@ -2,8 +2,9 @@
 
 Builds the released ALBERT sizes, writes an ALBERT-base pretrainer in the
 original TF1 checkpoint names, reads it back into a fresh model, checks the
-outputs are identical, and times float32 against bfloat16 inference.
-(The full pipeline: vocabulary, pretraining, TF-Hub export and MRPC
+outputs are identical, trains a SentencePiece vocabulary on the pydoc topics
+and tokenizes with it in Python and in-graph, and times float32 against
+bfloat16 inference. (The full pipeline: pretraining, TF-Hub export and MRPC
 fine-tuning, replaces this as those issues land.)
 """
 
@@ -19,6 +20,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 import albert_tf
+from albert_tf import preprocessing, tokenization, vocab
+from albert_tf.data import sample_corpus
 
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
 FLAGS = flags.FLAGS
@@ -73,7 +76,23 @@ def main(_):
   print(f"   restored {len(report.loaded)} variables; "
         f"SOP probabilities {tf.nn.softmax(b['sop_logits'])[0].numpy().round(3)}")
 
-  print("\n4. Inference speed, batch 8 x 128 tokens (examples/s):")
+  print("\n4. A SentencePiece vocabulary trained on Python's own documentation (pydoc topics):")
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(out_dir, "pydoc_corpus.txt"))
+  spm_model = vocab.train_vocab(corpus, os.path.join(out_dir, "pydoc-3k"), vocab_size=3000)
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+  in_graph = preprocessing.AlbertTokenizer(spm_model)
+  packer = preprocessing.AlbertPacker(24, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+  text, second = "Naïve  ``déjà vu'': 1,000,000 Iterators!", "The yield statement."
+  print(f"   {spm_model} ({tokenizer.vocab_size} pieces)")
+  print(f"   {text!r} ->\n     {tokenizer.tokenize(text)}")
+  packed = packer([in_graph(tf.constant([text])), in_graph(tf.constant([second]))])
+  python = albert_tf.packing.pack_inputs(tokenizer.encode(text), tokenizer.encode(second), 24,
+                                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+  print(f"   packed in-graph with {second!r}:\n     {packed['input_word_ids'][0].numpy().tolist()}")
+  print(f"   same ids as the Python tokenizer and packer: "
+        f"{all(packed[k][0].numpy().tolist() == python[k] for k in python)}")
+
+  print("\n5. Inference speed, batch 8 x 128 tokens (examples/s):")
   batch = _inputs(config, batch=8, seq=128)
   batch.pop("masked_lm_positions")
   for policy in ("float32", "mixed_bfloat16"):

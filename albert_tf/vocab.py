@@ -2,7 +2,7 @@
 
 import glob
 import os
-from typing import Iterable, List, Sequence, Union
+from typing import List, Sequence, Union
 
 from absl import logging
 import sentencepiece as spm
@@ -39,22 +39,25 @@ def train_vocab(inputs: Union[str, Sequence[str]], model_prefix: str, vocab_size
   Returns:
     The path of the `.model` file.
   """
-  files = expand_inputs(inputs)
-  if not any(_has_text(f) for f in files):
-    raise ValueError(f"the input files hold no text: {', '.join(files)}")
   outputs = [model_prefix + ".model", model_prefix + ".vocab"]
   existing = [p for p in outputs if os.path.exists(p)]
   if existing and not overwrite:
     raise FileExistsError(f"{', '.join(existing)} exists; choose another prefix or overwrite")
+  files = expand_inputs(inputs)
+  if not any(_has_text(f) for f in files):
+    raise ValueError(f"the input files hold no text: {', '.join(files)}")
   os.makedirs(os.path.dirname(os.path.abspath(model_prefix)), exist_ok=True)
   logging.info("Training a %d-piece vocabulary on %d file(s)", vocab_size, len(files))
-  spm.SentencePieceTrainer.Train(
-      input=files, model_prefix=model_prefix, vocab_size=vocab_size, model_type="unigram",
-      pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
-      control_symbols=list(CONTROL_SYMBOLS), user_defined_symbols=list(USER_DEFINED_SYMBOLS),
-      character_coverage=character_coverage, input_sentence_size=input_sentence_size,
-      shuffle_input_sentence=True, seed_sentencepiece_size=seed_sentencepiece_size,
-      num_threads=num_threads, hard_vocab_limit=True, minloglevel=2)
+  try:
+    spm.SentencePieceTrainer.Train(
+        input=files, model_prefix=model_prefix, vocab_size=vocab_size, model_type="unigram",
+        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
+        control_symbols=list(CONTROL_SYMBOLS), user_defined_symbols=list(USER_DEFINED_SYMBOLS),
+        character_coverage=character_coverage, input_sentence_size=input_sentence_size,
+        shuffle_input_sentence=True, seed_sentencepiece_size=seed_sentencepiece_size,
+        num_threads=num_threads, hard_vocab_limit=True, minloglevel=2)
+  except RuntimeError as e:  # e.g. "Vocabulary size too high (8000). Please set it to a value <= 3520."
+    raise ValueError(f"SentencePiece training on {', '.join(files)} failed: {e}") from None
   return outputs[0]
 
 
@@ -65,8 +68,3 @@ def _has_text(path: str) -> bool:
         return True
   return False
 
-
-def iter_lines(files: Iterable[str]):
-  for path in files:
-    with open(path, encoding="utf-8", errors="ignore") as f:
-      yield from f

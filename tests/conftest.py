@@ -20,3 +20,13 @@ def _reset_keras():
   tf.random.set_seed(0)
   yield
   keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def spm_model(tmp_path_factory):
+  """A small ALBERT vocabulary trained on the pydoc topics that ship with Python."""
+  from albert_tf import vocab
+  from albert_tf.data import sample_corpus
+  root = tmp_path_factory.mktemp("vocab")
+  corpus = sample_corpus.write_pydoc_corpus(str(root / "pydoc.txt"))
+  return vocab.train_vocab(corpus, str(root / "pydoc"), vocab_size=1500)
