@@ -10,9 +10,8 @@ and inside SavedModels.
 import functools
 import sys
 import unicodedata
-from typing import Dict, List, Sequence, Union
+from typing import Dict, Sequence, Union
 
-import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras as keras

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import albert_tf
 from albert_tf import AlbertEncoder, AlbertPretrainer, load_original_checkpoint, save_original_checkpoint
 import original_albert
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
