@@ -5,6 +5,7 @@ from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
 from albert_tf.models import AlbertPretrainer
 from albert_tf import packing
-from albert_tf.checkpoints import LoadReport, load_original_checkpoint, save_original_checkpoint
+from albert_tf.checkpoints import (LoadReport, load_checkpoint, load_original_checkpoint,
+                                   save_original_checkpoint)
 
 __version__ = "0.1.0"

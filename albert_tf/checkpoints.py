@@ -227,3 +227,46 @@ def save_original_checkpoint(model, checkpoint_prefix: str, global_step: Optiona
     shutil.rmtree(tmp, ignore_errors=True)
   logging.info("Wrote %d variables in the original TF1 names to %s", len(targets), checkpoint_prefix)
   return checkpoint_prefix
+
+
+def is_original_checkpoint(checkpoint_path: str) -> bool:
+  """True for checkpoints in the original TF1 names (`bert/...`, possibly under `module/`)."""
+  names = tf.train.load_checkpoint(resolve_checkpoint_path(checkpoint_path)
+                                   ).get_variable_to_shape_map()
+  return any(n.startswith("bert/") or n.startswith(_HUB_PREFIX + "bert/") for n in names)
+
+
+def load_checkpoint(model, checkpoint_path: str) -> LoadReport:
+  """Restores an original TF1 checkpoint or a native one, whichever `checkpoint_path` holds.
+
+  Native checkpoints are `tf.train.Checkpoint(**model.checkpoint_items, ...)`
+  object checkpoints (what albert_tf's training scripts write). Their
+  `encoder` must be present and match; heads the checkpoint lacks stay
+  freshly initialized and are reported. On a mismatch a ValueError names the
+  checkpoint; the model's weights may then be partly overwritten.
+  """
+  path = resolve_checkpoint_path(checkpoint_path)
+  if is_original_checkpoint(path):
+    return load_original_checkpoint(model, path)
+  keys = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  roots = {k.split("/")[0] for k in keys if k.endswith(".ATTRIBUTES/VARIABLE_VALUE")}
+  items = model.checkpoint_items
+  if "encoder" not in roots:
+    raise ValueError(f"checkpoint {path} holds neither original ALBERT variables (bert/...) nor "
+                     f"an albert_tf `encoder` (it has: {', '.join(sorted(roots)) or 'nothing'})")
+  present = sorted(n for n in items if n in roots)
+  try:
+    status = tf.train.Checkpoint(**{n: items[n] for n in present}).read(path)
+    status.assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.OpError) as e:
+    raise ValueError(f"checkpoint {path} does not match the model "
+                     f"({type(model).__name__}): {e}") from e
+  status.expect_partial()
+  report = LoadReport(path=path, loaded=sorted(k for k in keys if k.split("/")[0] in present),
+                      freshly_initialized=sorted(set(items) - set(present)),
+                      unused=sorted(roots - set(items)))
+  logging.info("Restored %s from %s", ", ".join(present), path)
+  if report.freshly_initialized:
+    logging.warning("Not in %s, left freshly initialized: %s", path,
+                    ", ".join(report.freshly_initialized))
+  return report

@@ -142,6 +142,41 @@ def _keep_first(segment: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor
   return tf.ragged.boolean_mask(segment, positions < tf.cast(lengths, positions.dtype)[:, None])
 
 
+def pack_segments(segments: Sequence[tf.RaggedTensor], seq_length, cls_id: int, sep_id: int,
+                  pad_id: int = 0) -> Dict[str, tf.Tensor]:
+  """`[CLS] A [SEP] (B [SEP])` packing of one or two id segments [B, (T)] or [B, (W), (T)].
+
+  `seq_length` may be a Python int or a scalar tensor (the TF-Hub
+  `bert_pack_inputs(..., seq_length=N)` convention). Pairs are truncated as
+  the original `_truncate_seq_pair`. Returns int32 [B, seq_length]
+  `input_word_ids`, `input_mask` and `input_type_ids`.
+  """
+  segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
+  if len(segments) not in (1, 2):
+    raise ValueError(f"ALBERT packs one or two segments, got {len(segments)}")
+  segments = [s if s.ragged_rank == 1 else s.merge_dims(1, -1) for s in segments]
+  if tf.is_tensor(seq_length):
+    seq_length = tf.cast(seq_length, tf.int64)
+  if len(segments) == 1:
+    a = segments[0]
+    segments = [_keep_first(a, tf.minimum(a.row_lengths(), seq_length - 2))]
+  else:
+    budget = seq_length - 3
+    a, b = segments
+    la, lb = a.row_lengths(), b.row_lengths()                        # [B], [B]
+    over = la + lb > budget
+    keep_a = tf.where(over, tf.minimum(la, tf.maximum(budget - lb, (budget + 1) // 2)), la)
+    keep_b = tf.where(over, budget - keep_a, lb)
+    segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
+  segments = [tf.cast(s, tf.int32) for s in segments]
+  word_ids, type_ids = tf_text.combine_segments(
+      segments, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
+  word_ids, mask = tf_text.pad_model_inputs(word_ids, seq_length, pad_value=pad_id)
+  type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
+  return dict(input_word_ids=word_ids, input_mask=tf.cast(mask, tf.int32),
+              input_type_ids=tf.cast(type_ids, tf.int32))
+
+
 @keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertPacker(keras.layers.Layer):
   """One or two id segments [B, (T)] -> `[CLS] A [SEP] (B [SEP])` inputs at `seq_length`.
@@ -163,29 +198,7 @@ class AlbertPacker(keras.layers.Layer):
     self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
 
   def call(self, segments: Sequence[tf.RaggedTensor]) -> Dict[str, tf.Tensor]:
-    segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
-    if len(segments) not in (1, 2):
-      raise ValueError(f"AlbertPacker packs one or two segments, got {len(segments)}")
-    segments = [s if s.ragged_rank == 1 else s.merge_dims(1, -1) for s in segments]
-    if len(segments) == 1:
-      budget = self.seq_length - 2
-      a = segments[0]
-      segments = [_keep_first(a, tf.minimum(a.row_lengths(), budget))]
-    else:
-      budget = self.seq_length - 3
-      a, b = segments
-      la, lb = a.row_lengths(), b.row_lengths()
-      over = la + lb > budget
-      keep_a = tf.where(over, tf.minimum(la, tf.maximum(budget - lb, (budget + 1) // 2)), la)
-      keep_b = tf.where(over, budget - keep_a, lb)
-      segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
-    segments = [tf.cast(s, tf.int32) for s in segments]
-    word_ids, type_ids = tf_text.combine_segments(
-        segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
-    word_ids, mask = tf_text.pad_model_inputs(word_ids, self.seq_length, pad_value=self.pad_id)
-    type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
-    return dict(input_word_ids=word_ids, input_mask=tf.cast(mask, tf.int32),
-                input_type_ids=tf.cast(type_ids, tf.int32))
+    return pack_segments(segments, self.seq_length, self.cls_id, self.sep_id, self.pad_id)
 
   def get_config(self):
     config = super().get_config()

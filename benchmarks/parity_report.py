@@ -3,6 +3,8 @@
 References: the float64 NumPy implementation of the original equations in
 tests/original_albert.py (fed an original-format TF1 checkpoint), and
 tf-models-official's AlbertEncoder restored through its own TF1 converter.
+It also compares the exported TF-Hub SavedModel (loaded with hub.KerasLayer)
+with the in-process model, including ALBERT-base, and prints the export size.
 The test suite asserts these stay under 1e-5; this shows the actual figures.
 
   python benchmarks/parity_report.py
@@ -73,6 +75,26 @@ def main():
   xla = tf.function(lambda inputs: model(inputs), jit_compile=True)(x)
   print("XLA (jit_compile=True) vs eager, max |diff|:\n  " +
         "  ".join(f"{k} {_max_diff(eager[k], xla[k]):.1e}" for k in KEYS))
+
+
+  import tensorflow_hub as hub
+  from albert_tf import export
+  print("TF-Hub SavedModel through hub.KerasLayer vs in-process model, max |diff|:")
+  for i, (name, cfg, batch, seq) in enumerate((("grouped: L=5, G=2, inner=2", GROUPED, 3, 11),
+                                ("full sharing", TINY, 3, 11),
+                                ("ALBERT-base (random weights)", albert_tf.PRESETS["base_v2"], 2, 128))):
+    model = albert_tf.AlbertPretrainer(cfg)
+    path = os.path.join(tmp, "hub", str(i))
+    export.export_encoder(model, path)
+    x = random_inputs(dict(model.config.to_dict()), batch=batch, seq=seq)
+    want = model(x)
+    got = dict(hub.KerasLayer(path, trainable=True)(encoder_inputs(x)))
+    loaded = hub.load(path)
+    got["mlm_logits"] = loaded.mlm(x)["mlm_logits"]
+    got["sop_logits"] = loaded.sop(encoder_inputs(x))["sop_logits"]
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    print(f"  {name:28s} " + "  ".join(f"{k} {_max_diff(got[k], want[k]):.1e}" for k in KEYS)
+          + f"  ({size / 2**20:.1f} MiB)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,11 @@
+"""TF-Hub export: hub_export/export.py, the encoder and preprocessor SavedModels in Keras."""
+
 import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -6,40 +13,174 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
 
-from albert_tf import AlbertPretrainer, export, load_original_checkpoint
+from albert_tf import AlbertConfig, AlbertPretrainer, export, load_original_checkpoint, packing
+from albert_tf.tokenization import FullTokenizer
 import original_albert
-from common import GROUPED, TINY, encoder_inputs, random_inputs
+from common import BYTES, CORPUS, GROUPED, TINY, encoder_inputs, random_inputs
+
+EXPORT_SCRIPT = str(pathlib.Path(__file__).resolve().parents[1] / "hub_export" / "export.py")
 
 
-@pytest.mark.parametrize("cfg", [GROUPED, TINY], ids=["grouped", "shared"])
-def test_exported_encoder_matches_in_process_model(tmp_path, cfg, spm_model):
-  weights = original_albert.random_weights(cfg)
-  prefix = original_albert.write_checkpoint(str(tmp_path / "model.ckpt-best"), weights)
+def run_export(*flags):
+  return subprocess.run([sys.executable, EXPORT_SCRIPT, *flags], capture_output=True, text=True,
+                        timeout=900)
+
+
+def write_released_layout(directory, cfg, spm_model):
+  """albert_config.json, 30k-clean.model and model.ckpt-best in the original TF1 names."""
+  directory.mkdir()
+  AlbertConfig.from_dict(cfg).to_json_file(str(directory / "albert_config.json"))
+  shutil.copyfile(spm_model, directory / "30k-clean.model")
+  original_albert.write_checkpoint(str(directory / "model.ckpt-best"),
+                                   original_albert.random_weights(cfg))
+
+
+@pytest.fixture(scope="module", params=[GROUPED, TINY], ids=["grouped", "shared"])
+def released(request, tmp_path_factory, spm_model):
+  """A released-layout model directory exported to an encoder SavedModel, and the in-process model.
+
+  The grouped model goes through the command line, the fully shared one through
+  the library call behind it.
+  """
+  cfg = dict(request.param, vocab_size=1500, hidden_dropout_prob=0.1)
+  root = tmp_path_factory.mktemp("released")
+  write_released_layout(root / "albert", cfg, spm_model)
+  if cfg["num_hidden_groups"] > 1:
+    result = run_export(f"--albert_directory={root / 'albert'}",
+                        f"--export_path={root / 'encoder'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"encoder SavedModel: {root / 'encoder'}" in result.stdout
+  else:
+    export.export_from_sources(str(root / "encoder"), albert_directory=str(root / "albert"))
   model = AlbertPretrainer(cfg)
-  load_original_checkpoint(model, prefix)
-  path = export.export_encoder(model, str(tmp_path / "hub"), spm_model_file=spm_model)
-  x = random_inputs(cfg)
-  layer = hub.KerasLayer(path, trainable=True)
-  got, want = layer(encoder_inputs(x)), model(x)
-  assert sorted(got) == ["default", "encoder_outputs", "pooled_output", "sequence_output"]
-  for key in ("sequence_output", "pooled_output"):
-    np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-5)
-  np.testing.assert_array_equal(got["default"].numpy(), got["pooled_output"].numpy())
-  # Every encoder weight is trainable through the layer. (The MLM/SOP head weights
-  # are still listed too, unused by the root; issue 4 is to narrow that.)
-  shapes = sorted(tuple(w.shape) for w in layer.trainable_weights)
-  for w in model.encoder.trainable_weights:
-    shapes.remove(tuple(w.shape))
-  assert len(shapes) == 7
-  loaded = hub.load(path)
-  np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), want["mlm_logits"].numpy(), atol=1e-5)
-  np.testing.assert_allclose(loaded.sop(encoder_inputs(x))["sop_logits"].numpy(),
-                             want["sop_logits"].numpy(), atol=1e-5)
-  assert bool(loaded.do_lower_case.numpy())
-  assert open(loaded.sp_model_file.asset_path.numpy().decode(), "rb").read() == open(spm_model, "rb").read()
+  load_original_checkpoint(model, str(root / "albert" / "model.ckpt-best"))
+  return types.SimpleNamespace(cfg=cfg, encoder=str(root / "encoder"), model=model,
+                               loaded=hub.load(str(root / "encoder")), spm_model=spm_model)
 
 
-def test_exported_encoder_fine_tunes(tmp_path):
+@pytest.fixture(scope="module")
+def preprocess(tmp_path_factory, spm_model):
+  """The preprocessor SavedModel of the test vocabulary, default_seq_length=16."""
+  path = str(tmp_path_factory.mktemp("preprocess") / "preprocess")
+  return export.export_from_sources(export_preprocessing_path=path, spm_model_file=spm_model,
+                                    default_seq_length=16)["preprocessor"]
+
+
+def test_encoder_savedmodel_matches_in_process_model(released):
+  cfg, model = released.cfg, released.model
+  layer = hub.KerasLayer(released.loaded, trainable=True)
+  for seq in (11, cfg["max_position_embeddings"]):
+    x = random_inputs(cfg, batch=2, seq=seq)
+    got, want = layer(encoder_inputs(x)), model(x)
+    assert sorted(got) == ["default", "encoder_outputs", "pooled_output", "sequence_output"]
+    for key in ("sequence_output", "pooled_output"):
+      np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-5)
+    np.testing.assert_array_equal(got["default"].numpy(), got["pooled_output"].numpy())
+    assert len(got["encoder_outputs"]) == cfg["num_hidden_layers"] * cfg["inner_group_num"]
+    for g, w in zip(got["encoder_outputs"], want["encoder_outputs"]):
+      np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5)
+
+  loaded = released.loaded
+  mlm = hub.KerasLayer(loaded.mlm, signature=None)(x)
+  sop = hub.KerasLayer(loaded.sop, signature=None)(encoder_inputs(x))
+  assert mlm["mlm_logits"].shape == (2, 4, cfg["vocab_size"])
+  np.testing.assert_allclose(mlm["mlm_logits"].numpy(), want["mlm_logits"].numpy(), atol=1e-5)
+  np.testing.assert_allclose(sop["sop_logits"].numpy(), want["sop_logits"].numpy(), atol=1e-5)
+  served = loaded.signatures["serving_default"](**{k: tf.constant(v)
+                                                   for k, v in encoder_inputs(x).items()})
+  np.testing.assert_allclose(served["pooled_output"].numpy(), want["pooled_output"].numpy(),
+                             atol=1e-5)
+  last = len(want["encoder_outputs"]) - 1
+  np.testing.assert_allclose(served[f"encoder_outputs_{last}"].numpy(),
+                             want["sequence_output"].numpy(), atol=1e-5)
+
+
+def test_encoder_savedmodel_trains_in_keras(released):
+  layer = hub.KerasLayer(released.loaded, trainable=True)
+  encoder = released.model.encoder
+  # Exactly the encoder's variables are trainable: not the MLM/SOP heads, not do_lower_case.
+  assert sorted((w.shape.as_list(), w.dtype) for w in layer.trainable_weights) == \
+      sorted((w.shape.as_list(), w.dtype) for w in encoder.trainable_weights)
+  x = encoder_inputs(random_inputs(released.cfg))
+  with tf.GradientTape() as tape:
+    first = layer(x, training=True)["pooled_output"]
+    loss = tf.reduce_sum(first ** 2)
+  grads = tape.gradient(loss, layer.trainable_weights)
+  assert all(g is not None and float(tf.reduce_max(tf.abs(g))) > 0 for g in grads)
+  # Dropout is on in training mode (a new mask each step) and off otherwise.
+  with tf.GradientTape():
+    second = layer(x, training=True)["pooled_output"]
+  assert np.abs(first.numpy() - second.numpy()).max() > 1e-4
+  np.testing.assert_array_equal(layer(x)["pooled_output"].numpy(),
+                                layer(x, training=False)["pooled_output"].numpy())
+
+
+def test_encoder_savedmodel_assets(released):
+  loaded = released.loaded
+  config = AlbertConfig.from_json_file(loaded.albert_config_file.asset_path.numpy().decode())
+  assert config.to_dict() == AlbertConfig.from_dict(released.cfg).to_dict()
+  assert export.config_from_hub(released.encoder).to_dict() == config.to_dict()
+  assert bool(loaded.do_lower_case.numpy()) is True
+  spm_path, lower = export.spm_model_from_hub(released.encoder)
+  assert lower is True and os.path.basename(spm_path) == "30k-clean.model"
+  with open(spm_path, "rb") as a, open(released.spm_model, "rb") as b:
+    assert a.read() == b.read()
+
+
+def test_preprocessor_savedmodel_matches_full_tokenizer(preprocess, spm_model):
+  tokenizer = FullTokenizer(spm_model_file=spm_model)
+  pre = hub.load(preprocess)
+  texts = CORPUS + BYTES
+  got = pre.tokenize(tf.constant(texts))
+  assert isinstance(got, tf.RaggedTensor) and got.dtype == tf.int32
+  for text, ids in zip(texts, got.to_list()):
+    assert ids == tokenizer.encode(text), text
+  special = {k: int(v) for k, v in pre.tokenize.get_special_tokens_dict().items()}
+  assert special == dict(vocab_size=1500, start_of_sequence_id=tokenizer.cls_id,
+                         end_of_segment_id=tokenizer.sep_id, padding_id=tokenizer.pad_id,
+                         mask_id=tokenizer.mask_id)
+  firsts, seconds = CORPUS, CORPUS[::-1]
+  root = pre(tf.constant(firsts))  # default_seq_length=16
+  pair = pre.bert_pack_inputs([pre.tokenize(tf.constant(firsts)),
+                               pre.tokenize(tf.constant(seconds))], seq_length=32)
+  for i, (a, b) in enumerate(zip(firsts, seconds)):
+    want1 = packing.pack_inputs(tokenizer.encode(a), None, 16, tokenizer.cls_id, tokenizer.sep_id)
+    want2 = packing.pack_inputs(tokenizer.encode(a), tokenizer.encode(b), 32, tokenizer.cls_id,
+                                tokenizer.sep_id)
+    for key in want1:
+      assert root[key][i].numpy().tolist() == want1[key], (key, a)
+      assert pair[key][i].numpy().tolist() == want2[key], (key, a, b)
+
+
+def test_preprocessor_and_encoder_chained_on_raw_strings(released, preprocess):
+  """The TF-Hub Keras recipe on strings equals FullTokenizer + packer + in-process model."""
+  tokenizer, model = FullTokenizer(spm_model_file=released.spm_model), released.model
+  seq_length = 20
+  firsts = ["The assert statement raises AssertionError.", "Café déjà vu, 1,000 times!", ""]
+  seconds = ["Exceptions are raised by the raise statement.", "short", "only the second"]
+  preprocessor = hub.load(preprocess)
+  a = keras.Input(shape=(), dtype=tf.string)
+  b = keras.Input(shape=(), dtype=tf.string)
+  tokenize = hub.KerasLayer(preprocessor.tokenize)
+  pack = hub.KerasLayer(preprocessor.bert_pack_inputs, arguments=dict(seq_length=seq_length))
+  encoder = hub.KerasLayer(released.loaded, trainable=True)
+  pair_model = keras.Model([a, b], encoder(pack([tokenize(a), tokenize(b)]))["pooled_output"])
+  single_model = keras.Model(a, encoder(hub.KerasLayer(preprocess)(a))["sequence_output"])
+
+  packed = [packing.pack_inputs(tokenizer.encode(x), tokenizer.encode(y), seq_length,
+                                tokenizer.cls_id, tokenizer.sep_id) for x, y in zip(firsts, seconds)]
+  want = model({k: np.array([p[k] for p in packed], np.int32) for k in packed[0]})
+  got = pair_model([tf.constant(firsts), tf.constant(seconds)])
+  np.testing.assert_allclose(got.numpy(), want["pooled_output"].numpy(), atol=1e-5)
+  packed = [packing.pack_inputs(tokenizer.encode(x), None, 16, tokenizer.cls_id, tokenizer.sep_id)
+            for x in firsts]
+  want = model({k: np.array([p[k] for p in packed], np.int32) for k in packed[0]})
+  got = single_model(tf.constant(firsts))
+  np.testing.assert_allclose(got.numpy(), want["sequence_output"].numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_exported_encoder_fine_tunes_saves_and_reloads(tmp_path):
   model = AlbertPretrainer(TINY)
   path = export.export_encoder(model, str(tmp_path / "hub"))
   ins = {k: keras.Input(shape=(None,), dtype=tf.int32, name=k)
@@ -63,13 +204,102 @@ def test_exported_encoder_fine_tunes(tmp_path):
                              atol=1e-5)
 
 
-def test_export_refuses_to_overwrite(tmp_path):
+def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypatch):
   target = tmp_path / "hub"
   target.mkdir()
   (target / "keep.txt").write_text("mine")
   with pytest.raises(FileExistsError, match="--overwrite"):
     export.export_encoder(AlbertPretrainer(TINY), str(target))
   assert (target / "keep.txt").read_text() == "mine"
+
+  def broken_save(*args, **kwargs):
+    raise RuntimeError("disk full")
+  with monkeypatch.context() as m:
+    m.setattr(keras.Model, "save", broken_save)
+    with pytest.raises(RuntimeError, match="disk full"):
+      export.export_encoder(AlbertPretrainer(TINY), str(target), overwrite=True)
+  assert sorted(os.listdir(tmp_path)) == ["hub"] and (target / "keep.txt").read_text() == "mine"
+
   export.export_encoder(AlbertPretrainer(TINY), str(target), overwrite=True)
   assert not (target / "keep.txt").exists() and (target / "saved_model.pb").exists()
   assert sorted(os.listdir(tmp_path)) == ["hub"]
+
+
+@pytest.mark.parametrize("damage, error, message", [
+    ("none", FileExistsError, "is not empty; pass --overwrite"),
+    ("checkpoint", ValueError, "cannot read checkpoint .*model.ckpt-best"),
+    ("config", ValueError, "albert_config.json: not valid JSON"),
+    ("vocab_size", ValueError, "has 1500 pieces but .* says vocab_size=1400"),
+    ("no_checkpoint", FileNotFoundError, "no checkpoint at"),
+    ("no_spm", FileNotFoundError, "cannot read SentencePiece model"),
+    ("native_mismatch", ValueError, "does not match the model"),
+])
+def test_export_errors_leave_target_untouched(tmp_path, spm_model, damage, error, message):
+  source = tmp_path / "albert"
+  write_released_layout(source, dict(TINY, vocab_size=1500), spm_model)
+  target = tmp_path / "hub"
+  target.mkdir()
+  (target / "keep.txt").write_text("mine")
+  kwargs = dict(albert_directory=str(source), overwrite=damage != "none")
+  if damage == "checkpoint":
+    (source / "model.ckpt-best.index").write_bytes(b"not a checkpoint index")
+  elif damage == "config":
+    (source / "albert_config.json").write_text('{"vocab_size": 1500,')
+  elif damage == "vocab_size":
+    AlbertConfig.from_dict(dict(TINY, vocab_size=1400)).to_json_file(
+        str(source / "albert_config.json"))
+  elif damage == "no_checkpoint":
+    kwargs["init_checkpoint"] = str(tmp_path / "missing" / "model.ckpt-1")
+  elif damage == "no_spm":
+    os.remove(source / "30k-clean.model")
+  elif damage == "native_mismatch":  # our own checkpoint, of a model with another hidden size
+    other = AlbertPretrainer(dict(TINY, vocab_size=1500, hidden_size=16, num_attention_heads=2))
+    kwargs["init_checkpoint"] = tf.train.Checkpoint(**other.checkpoint_items).write(
+        str(tmp_path / "native" / "ckpt"))
+  with pytest.raises(error, match=message):
+    export.export_from_sources(str(target), str(tmp_path / "pre"), **kwargs)
+  assert sorted(os.listdir(target)) == ["keep.txt"]
+  assert sorted(p for p in os.listdir(tmp_path) if p != "native") == ["albert", "hub"]
+
+
+def test_export_command_reports_errors_without_traceback(tmp_path, spm_model):
+  source = tmp_path / "albert"
+  write_released_layout(source, dict(TINY, vocab_size=1500), spm_model)
+  (source / "albert_config.json").write_text('{"vocab_size": 1500,')
+  result = run_export(f"--albert_directory={source}", f"--export_path={tmp_path / 'hub'}")
+  assert result.returncode == 1
+  assert "albert_config.json: not valid JSON" in result.stderr and "Traceback" not in result.stderr
+  assert sorted(os.listdir(tmp_path)) == ["albert"]
+
+
+def test_export_from_native_checkpoint(tmp_path, spm_model):
+  """Our own object checkpoints export too, and the SavedModel carries their weights."""
+  cfg = dict(TINY, vocab_size=1500)
+  model = AlbertPretrainer(cfg)
+  for w in model.weights:
+    w.assign(w + tf.random.normal(w.shape, stddev=0.1))
+  prefix = tf.train.Checkpoint(**model.checkpoint_items).write(str(tmp_path / "native" / "ckpt"))
+  AlbertConfig.from_dict(cfg).to_json_file(str(tmp_path / "albert_config.json"))
+  export.export_from_sources(str(tmp_path / "hub"), albert_config_file=str(tmp_path / "albert_config.json"),
+                             init_checkpoint=prefix, spm_model_file=spm_model)
+  x = random_inputs(cfg)
+  loaded = hub.load(str(tmp_path / "hub"))
+  np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), model(x)["mlm_logits"].numpy(),
+                             atol=1e-5)
+
+
+@pytest.mark.slow
+def test_readme_keras_example_runs(tmp_path, monkeypatch, preprocess, spm_model, capsys):
+  """The README's copy-paste example, verbatim, on small exports."""
+  readme = (pathlib.Path(EXPORT_SCRIPT).parents[1] / "README.md").read_text()
+  section = readme[readme.index("## TF-Hub export"):]
+  code = section[section.index("```python\n") + 10:]
+  code = code[:code.index("```")]
+  (tmp_path / "hub").mkdir()
+  os.symlink(preprocess, tmp_path / "hub" / "albert_preprocess")
+  export.export_encoder(AlbertPretrainer(dict(TINY, vocab_size=1500, max_position_embeddings=128)),
+                        str(tmp_path / "hub" / "albert_base"), spm_model_file=spm_model)
+  monkeypatch.chdir(tmp_path)
+  exec(compile(code, "README.md", "exec"), {})  # pylint: disable=exec-used
+  assert (tmp_path / "classifier" / "saved_model.pb").exists()
+  assert "tf.Tensor" in capsys.readouterr().out
