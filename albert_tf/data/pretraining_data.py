@@ -1,0 +1,397 @@
+"""ALBERT pretraining data: SentencePiece n-gram masking and sentence-order pairs.
+
+The semantics of the original `create_pretraining_data.py`
+(google-research/albert), written as TFRecords with its feature names, so
+data made by either tool trains in either:
+
+* documents are read one sentence per line, blank lines between documents;
+* segments A and B are contiguous sentences of one document; with
+  probability 0.5 they are swapped (a sentence-order negative, label 1),
+  or, with `random_next_sentence`, B comes from another document (NSP);
+  a chunk of one sentence always takes B from another document, as the
+  original does;
+* n-gram spans over whole-word candidates (pieces that start a word), n <= 3
+  with p(n) proportional to 1/n (reversed without `favor_shorter_ngram`;
+  the original inverted its own flag: its default sampled long n-grams most,
+  which contradicts the flag's name and the paper);
+* 80% [MASK], 10% a random piece, 10% unchanged.
+
+Memory is bounded by one input file: instances are shuffled within a file,
+not across the corpus, and files are processed in parallel by workers.
+"""
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+import random
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import tokenization
+
+_SPECIAL_PIECES = set('!"#$%&\'()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}
+_ENGLISH = set("abcdefghijklmnopqrstuvwxyz")
+
+# The original's feature names and types (int64 lists, masked_lm_weights float).
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "token_boundary",
+                 "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                 "next_sentence_labels")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataOptions:
+  """The original script's knobs (its flag names and defaults)."""
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  dupe_factor: int = 40
+  ngram: int = 3
+  do_whole_word_mask: bool = True
+  do_permutation: bool = False
+  favor_shorter_ngram: bool = True
+  random_next_sentence: bool = False
+  random_seed: int = 12345
+
+  def validate(self):
+    if self.max_seq_length < 5:
+      raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
+    if not 0.0 <= self.masked_lm_prob <= 1.0:
+      raise ValueError(f"--masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
+    if self.max_predictions_per_seq < 1:
+      raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}")
+    if self.ngram < 1:
+      raise ValueError(f"--ngram must be at least 1, got {self.ngram}")
+    if self.dupe_factor < 1:
+      raise ValueError(f"--dupe_factor must be at least 1, got {self.dupe_factor}")
+
+
+@dataclasses.dataclass
+class TrainingInstance:
+  tokens: List[str]
+  segment_ids: List[int]
+  is_random_next: bool
+  token_boundary: List[int]
+  masked_lm_positions: List[int]
+  masked_lm_labels: List[str]
+
+
+def is_start_piece(piece: str) -> bool:
+  """Whether a SentencePiece piece starts a whole-word masking candidate (the original rule)."""
+  return (piece.startswith(tokenization.SPIECE_UNDERLINE) or piece.startswith("<")
+          or piece in _SPECIAL_PIECES
+          or not all(c.lower() in _ENGLISH or c in _SPECIAL_PIECES for c in piece))
+
+
+def read_documents(path: str, tokenizer: tokenization.FullTokenizer) -> List[List[List[str]]]:
+  """Documents of tokenized sentences from one file (blank lines separate documents)."""
+  documents = [[]]
+  with tf.io.gfile.GFile(path, "rb") as f:
+    for raw in f:
+      line = raw.decode("utf-8", "ignore").strip()
+      if not line:
+        documents.append([])
+        continue
+      tokens = tokenizer.tokenize(line)
+      if tokens:
+        documents[-1].append(tokens)
+  return [d for d in documents if d]
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+  """The original's pretraining truncation: drop from the front or back of the longer one."""
+  while len(tokens_a) + len(tokens_b) > max_num_tokens:
+    trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    if rng.random() < 0.5:
+      del trunc[0]
+    else:
+      trunc.pop()
+
+
+def ngram_probabilities(opts: DataOptions) -> np.ndarray:
+  """p(n) for n = 1..ngram: proportional to 1/n, reversed without favor_shorter_ngram."""
+  pvals = 1.0 / np.arange(1, opts.ngram + 1)
+  pvals /= pvals.sum()
+  return pvals if opts.favor_shorter_ngram else pvals[::-1].copy()
+
+
+def _choose_span(cand, pvals, limit, covered, nprng):
+  """An n-gram of candidate words from `cand` (lists of piece indexes) that fits in `limit`."""
+  k = len(cand)
+  n = nprng.choice(np.arange(1, k + 1), p=pvals[:k] / pvals[:k].sum())
+  index_set = sum(cand[n - 1], [])
+  n -= 1
+  while len(index_set) > limit and n > 0:  # shorter n-grams until it fits
+    index_set = sum(cand[n - 1], [])
+    n -= 1
+  if len(index_set) > limit or any(i in covered for i in index_set):
+    return None
+  return index_set
+
+
+def create_masked_lm_predictions(tokens: Sequence[str], opts: DataOptions, vocab_size: int,
+                                 tokenizer, rng: random.Random, nprng: np.random.Generator):
+  """(output_tokens, masked positions, masked labels, token_boundary), as the original."""
+  cand_indexes, token_boundary = [], [0] * len(tokens)
+  for i, token in enumerate(tokens):
+    if token in ("[CLS]", "[SEP]"):
+      token_boundary[i] = 1
+      continue
+    if opts.do_whole_word_mask and cand_indexes and not is_start_piece(token):
+      cand_indexes[-1].append(i)
+    else:
+      cand_indexes.append([i])
+      if is_start_piece(token):
+        token_boundary[i] = 1
+  output = list(tokens)
+  if opts.masked_lm_prob == 0:
+    return output, [], [], token_boundary
+  num_to_predict = min(opts.max_predictions_per_seq,
+                       max(1, int(round(len(tokens) * opts.masked_lm_prob))))
+  pvals = ngram_probabilities(opts)
+  ngram_indexes = [[cand_indexes[i:i + n] for n in range(1, opts.ngram + 1)]
+                   for i in range(len(cand_indexes))]
+  # (Near the end the longer "n-grams" hold fewer words, as in the original.)
+  rng.shuffle(ngram_indexes)
+
+  masked, covered = [], set()
+  for cand in ngram_indexes:
+    if len(masked) >= num_to_predict:
+      break
+    if not cand:
+      continue
+    index_set = _choose_span(cand, pvals, num_to_predict - len(masked), covered, nprng)
+    if index_set is None:
+      continue
+    for index in index_set:
+      covered.add(index)
+      if rng.random() < 0.8:
+        replacement = "[MASK]"
+      elif rng.random() < 0.5:
+        replacement = tokens[index]
+      else:
+        replacement = tokenizer.convert_ids_to_tokens([rng.randint(0, vocab_size - 1)])[0]
+      output[index] = replacement
+      masked.append((index, tokens[index]))
+
+  if opts.do_permutation:  # the original's extra task: shuffle further spans among themselves
+    rng.shuffle(ngram_indexes)
+    selected = set()
+    for cand in ngram_indexes:
+      if len(selected) >= num_to_predict:
+        break
+      if not cand:
+        continue
+      index_set = _choose_span(cand, pvals, num_to_predict - len(selected), covered | selected,
+                               nprng)
+      if index_set is not None:
+        selected.update(index_set)
+    selected = sorted(selected)
+    permuted = list(selected)
+    rng.shuffle(permuted)
+    original = list(output)
+    for src, tgt in zip(selected, permuted):
+      output[src] = original[tgt]
+      masked.append((src, original[src]))
+
+  masked.sort()
+  return output, [i for i, _ in masked], [t for _, t in masked], token_boundary
+
+
+def create_instances_from_document(documents, index, opts: DataOptions, tokenizer, vocab_size,
+                                   rng: random.Random, nprng) -> List[TrainingInstance]:
+  """Instances from `documents[index]`, as the original (SOP or NSP pairs)."""
+  document = documents[index]
+  max_num_tokens = opts.max_seq_length - 3
+  target_seq_length = max_num_tokens
+  if rng.random() < opts.short_seq_prob:
+    target_seq_length = rng.randint(2, max_num_tokens)
+  instances, chunk, length, i = [], [], 0, 0
+  while i < len(document):
+    chunk.append(document[i])
+    length += len(document[i])
+    if i == len(document) - 1 or length >= target_seq_length:
+      a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+      tokens_a = [t for s in chunk[:a_end] for t in s]
+      tokens_b = []
+      if len(chunk) == 1 or (opts.random_next_sentence and rng.random() < 0.5):
+        is_random_next = True
+        target_b_length = target_seq_length - len(tokens_a)
+        other = index
+        for _ in range(10):
+          other = rng.randint(0, len(documents) - 1)
+          if other != index:
+            break
+        random_document = documents[other]
+        for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
+          tokens_b.extend(sentence)
+          if len(tokens_b) >= target_b_length:
+            break
+        i -= len(chunk) - a_end  # put the unused sentences back
+      elif not opts.random_next_sentence and rng.random() < 0.5:
+        is_random_next = True  # sentence-order negative: B before A
+        tokens_b = [t for s in chunk[a_end:] for t in s]
+        tokens_a, tokens_b = tokens_b, tokens_a
+      else:
+        is_random_next = False
+        tokens_b = [t for s in chunk[a_end:] for t in s]
+      truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+      if tokens_a and tokens_b:
+        tokens = ["[CLS]"] + tokens_a + ["[SEP]"] + tokens_b + ["[SEP]"]
+        segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+        output, positions, labels, boundary = create_masked_lm_predictions(
+            tokens, opts, vocab_size, tokenizer, rng, nprng)
+        instances.append(TrainingInstance(output, segment_ids, is_random_next, boundary,
+                                          positions, labels))
+      chunk, length = [], 0
+    i += 1
+  return instances
+
+
+def instance_to_example(instance: TrainingInstance, tokenizer, opts: DataOptions) -> bytes:
+  """A serialized tf.train.Example with the original's features, padded as the original."""
+  n = opts.max_seq_length
+  input_ids = tokenizer.convert_tokens_to_ids(instance.tokens)
+  pad = n - len(input_ids)
+  positions = list(instance.masked_lm_positions)
+  ids = tokenizer.convert_tokens_to_ids(instance.masked_lm_labels)
+  p = opts.max_predictions_per_seq * (1 + int(opts.do_permutation))
+  mpad = p - len(positions)
+
+  def ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+  features = collections.OrderedDict(
+      input_ids=ints(input_ids + [0] * pad),
+      input_mask=ints([1] * len(input_ids) + [0] * pad),
+      segment_ids=ints(instance.segment_ids + [0] * pad),
+      token_boundary=ints(instance.token_boundary + [0] * pad),
+      masked_lm_positions=ints(positions + [0] * mpad),
+      masked_lm_ids=ints(ids + [0] * mpad),
+      masked_lm_weights=tf.train.Feature(
+          float_list=tf.train.FloatList(value=[1.0] * len(ids) + [0.0] * mpad)),
+      next_sentence_labels=ints([1 if instance.is_random_next else 0]))
+  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(
+      deterministic=True)
+
+
+def feature_spec(max_seq_length: int, max_predictions_per_seq: int):
+  """tf.io parsing spec of the pretraining TFRecords."""
+  s, p = max_seq_length, max_predictions_per_seq
+  return {
+      "input_ids": tf.io.FixedLenFeature([s], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([s], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([s], tf.int64),
+      "token_boundary": tf.io.FixedLenFeature([s], tf.int64),
+      "masked_lm_positions": tf.io.FixedLenFeature([p], tf.int64),
+      "masked_lm_ids": tf.io.FixedLenFeature([p], tf.int64),
+      "masked_lm_weights": tf.io.FixedLenFeature([p], tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }
+
+
+# ----------------------------------------------------------------------------- files
+
+_WORKER = {}
+
+
+def _init_worker(spm_model_file, do_lower_case, opts):
+  _WORKER["tokenizer"] = tokenization.FullTokenizer(spm_model_file=spm_model_file,
+                                                    do_lower_case=do_lower_case)
+  _WORKER["opts"] = opts
+
+
+def _file_examples(job):
+  """Serialized examples of one input file (its own seeded RNGs, shuffled within the file)."""
+  file_index, path = job
+  tokenizer, opts = _WORKER["tokenizer"], _WORKER["opts"]
+  rng = random.Random(f"{opts.random_seed}:{file_index}")
+  nprng = np.random.default_rng([opts.random_seed, file_index])
+  documents = read_documents(path, tokenizer)
+  rng.shuffle(documents)
+  instances = []
+  for _ in range(opts.dupe_factor):
+    for i in range(len(documents)):
+      instances.extend(create_instances_from_document(documents, i, opts, tokenizer,
+                                                      tokenizer.vocab_size, rng, nprng))
+  rng.shuffle(instances)
+  stats = dict(documents=len(documents), instances=len(instances),
+               masked=sum(len(x.masked_lm_positions) for x in instances),
+               tokens=sum(len(x.tokens) for x in instances))
+  return path, [instance_to_example(x, tokenizer, opts) for x in instances], stats
+
+
+def expand_files(patterns: str) -> List[str]:
+  """Comma-separated paths or globs -> sorted, de-duplicated files; errors name the pattern."""
+  files = []
+  for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+    matched = sorted(tf.io.gfile.glob(pattern))
+    if not matched:
+      raise FileNotFoundError(f"--input_file: no file matches {pattern}")
+    files.extend(m for m in matched if m not in files)
+  if not files:
+    raise ValueError("--input_file is empty")
+  return files
+
+
+def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
+                           spm_model_file: str, opts: DataOptions, do_lower_case: bool = True,
+                           num_workers: int = 1, overwrite: bool = False,
+                           progress: bool = True) -> dict:
+  """Writes TFRecord shards of pretraining examples; returns counts.
+
+  Input file k is processed with RNGs seeded by (random_seed, k), so output is
+  deterministic for a seed whatever `num_workers`. Examples go round-robin
+  to the output files, each written under a temporary name and renamed when
+  complete; existing outputs are refused unless `overwrite`.
+  """
+  opts.validate()
+  existing = [f for f in output_files if tf.io.gfile.exists(f)]
+  if existing and not overwrite:
+    raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
+                          "pass --overwrite to replace it")
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+  del tokenizer  # fails early, naming the file, if the model is unreadable
+  for f in output_files:
+    parent = os.path.dirname(os.path.abspath(f))
+    os.makedirs(parent, exist_ok=True)
+  tmp_names = [f"{f}.tmp-{os.getpid()}" for f in output_files]
+  writers = [tf.io.TFRecordWriter(t) for t in tmp_names]
+  totals = collections.Counter()
+  jobs = list(enumerate(input_files))
+  try:
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+    bar = tqdm(total=len(jobs), unit="file", disable=not progress, desc="create_pretraining_data")
+    if num_workers > 1:
+      pool = multiprocessing.get_context("spawn").Pool(
+          num_workers, _init_worker, (spm_model_file, do_lower_case, opts))
+      results: Iterator = pool.imap(_file_examples, jobs)
+    else:
+      pool = None
+      _init_worker(spm_model_file, do_lower_case, opts)
+      results = map(_file_examples, jobs)
+    n = 0
+    for _, examples, stats in results:
+      for example in examples:
+        writers[n % len(writers)].write(example)
+        n += 1
+      totals.update(stats)
+      bar.update(1)
+      bar.set_postfix(instances=totals["instances"])
+    bar.close()
+    if pool:
+      pool.close()
+      pool.join()
+    for w in writers:
+      w.close()
+    for tmp, final in zip(tmp_names, output_files):
+      os.replace(tmp, final)
+  finally:
+    for w in writers:
+      w.close()
+    for tmp in tmp_names:
+      if os.path.exists(tmp):
+        os.remove(tmp)
+  return dict(totals, files=len(input_files))
