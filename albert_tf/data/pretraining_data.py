@@ -25,7 +25,7 @@ import dataclasses
 import multiprocessing
 import os
 import random
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Sequence
 
 import numpy as np
 import tensorflow as tf
