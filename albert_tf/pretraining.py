@@ -1,0 +1,468 @@
+"""ALBERT pretraining on tf.distribute: data, loss, optimizer, a resumable training loop.
+
+Loss = masked-LM cross-entropy weighted by `masked_lm_weights` (normalized by
+the weights of the whole global batch) + sentence-order cross-entropy (mean
+over the global batch), so any number of replicas computes the loss of one
+device at the same global batch. Gradients are all-reduced, clipped to global
+norm 1.0 and applied by tf-models-official's LAMB or AdamW (weight decay 0.01,
+not on LayerNorm or bias) under polynomial decay to 0 with linear warmup.
+
+Every worker reads the same seeded input pipeline, producing the global
+batch, and each replica takes its slice; the pipeline's iterator is part of
+the checkpoint, so a rerun after a crash continues on exactly the data an
+uninterrupted run would have seen.
+"""
+
+import csv
+import dataclasses
+import os
+import shutil
+import time
+from typing import Dict, List, Optional
+
+from absl import logging
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.checkpoints import load_checkpoint, save_original_checkpoint
+from albert_tf.config import AlbertConfig
+from albert_tf.data.pretraining_data import expand_files, feature_spec
+from albert_tf.models import AlbertPretrainer
+
+METRIC_NAMES = ("loss", "masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss",
+                "sentence_order_accuracy")
+
+
+# ----------------------------------------------------------------------------- data
+
+def pretraining_dataset(files: List[str], global_batch_size: int, max_seq_length: int,
+                        max_predictions_per_seq: int, is_training: bool = True,
+                        seed: int = 0) -> tf.data.Dataset:
+  """Global batches of model inputs from pretraining TFRecords (original feature names).
+
+  Training repeats and shuffles (files, then records) deterministically for
+  `seed`; records whose lengths differ from the flags raise an error naming
+  the feature. Output keys are the model's: input_word_ids, input_mask,
+  input_type_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
+  next_sentence_labels.
+  """
+  spec = feature_spec(max_seq_length, max_predictions_per_seq)
+  ds = tf.data.Dataset.from_tensor_slices(files)
+  if is_training:
+    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+  ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(files)),
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if is_training:
+    ds = ds.shuffle(1000, seed=seed, reshuffle_each_iteration=True)
+  ds = ds.batch(global_batch_size, drop_remainder=is_training)
+
+  def parse(serialized):
+    f = tf.io.parse_example(serialized, spec)
+    cast = {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in f.items()}
+    return dict(input_word_ids=cast["input_ids"], input_mask=cast["input_mask"],
+                input_type_ids=cast["segment_ids"],
+                masked_lm_positions=cast["masked_lm_positions"],
+                masked_lm_ids=cast["masked_lm_ids"], masked_lm_weights=cast["masked_lm_weights"],
+                next_sentence_labels=cast["next_sentence_labels"][:, 0])
+
+  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+
+
+def check_records(files: List[str], max_seq_length: int, max_predictions_per_seq: int) -> None:
+  """Fails early, naming the file, when records do not have the flags' lengths."""
+  record = next(iter(tf.data.TFRecordDataset(files[:1])), None)
+  if record is None:
+    raise ValueError(f"--input_file {files[0]} holds no records")
+  example = tf.train.Example.FromString(record.numpy())
+  features = example.features.feature
+  for name, want in (("input_ids", max_seq_length), ("masked_lm_positions", max_predictions_per_seq)):
+    if name not in features:
+      raise ValueError(f"{files[0]}: records lack the feature {name!r}; not pretraining data?")
+    got = len(features[name].int64_list.value)
+    if got != want:
+      flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+      raise ValueError(f"{files[0]}: {name} has length {got} but --{flag}={want}; "
+                       "use the values the data was created with")
+
+
+# ----------------------------------------------------------------------------- optimization
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertLearningRate(keras.optimizers.schedules.LearningRateSchedule):
+  """The original schedule: polynomial decay to 0 over `num_train_steps`, with linear
+  warmup over `num_warmup_steps` counted from `start_warmup_step`."""
+
+  def __init__(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+               start_warmup_step: int = 0, poly_power: float = 1.0):
+    super().__init__()
+    self.learning_rate = learning_rate
+    self.num_train_steps = num_train_steps
+    self.num_warmup_steps = num_warmup_steps
+    self.start_warmup_step = start_warmup_step
+    self.poly_power = poly_power
+    self._decay = keras.optimizers.schedules.PolynomialDecay(
+        learning_rate, num_train_steps, end_learning_rate=0.0, power=poly_power)
+
+  def __call__(self, step):
+    decayed = self._decay(step)
+    if not self.num_warmup_steps:
+      return decayed
+    warm_step = tf.maximum(tf.cast(step, tf.float32) - self.start_warmup_step, 0.0)
+    warm = self.learning_rate * warm_step / float(self.num_warmup_steps)
+    return tf.where(warm_step < self.num_warmup_steps, warm, decayed)
+
+  def get_config(self):
+    return dict(learning_rate=self.learning_rate, num_train_steps=self.num_train_steps,
+                num_warmup_steps=self.num_warmup_steps, start_warmup_step=self.start_warmup_step,
+                poly_power=self.poly_power)
+
+
+def create_optimizer(name: str, schedule, dtype: str = "float32"):
+  """tf-models-official's LAMB or AdamW with the original settings (loss scaling for float16)."""
+  from official.nlp import optimization  # pylint: disable=g-import-not-at-top
+  kwargs = dict(learning_rate=schedule, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
+                epsilon=1e-6, exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
+  if name == "lamb":
+    optimizer = optimization.LAMB(**kwargs)
+  elif name == "adamw":
+    optimizer = optimization.AdamWeightDecay(gradient_clip_norm=0.0, **kwargs)
+  else:
+    raise ValueError(f"--optimizer must be lamb or adamw, got {name!r}")
+  if dtype == "float16":
+    optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+  return optimizer
+
+
+# ----------------------------------------------------------------------------- distribution
+
+def get_strategy(name: str, tpu: Optional[str] = None) -> tf.distribute.Strategy:
+  """one_device, mirrored (all GPUs, else all logical CPUs), multi_worker_mirrored (TF_CONFIG), tpu."""
+  if name == "one_device":
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+  if name == "mirrored":
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    return tf.distribute.MirroredStrategy([d.name for d in devices])
+  if name == "multi_worker_mirrored":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  raise ValueError(f"--distribution_strategy must be one of one_device, mirrored, "
+                   f"multi_worker_mirrored, tpu; got {name!r}")
+
+
+def _is_chief(strategy) -> bool:
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.cluster_spec().as_dict():
+    return True
+  return resolver.task_type in ("chief", None) or (
+      resolver.task_type == "worker" and resolver.task_id == 0
+      and "chief" not in resolver.cluster_spec().as_dict())
+
+
+# ----------------------------------------------------------------------------- the run
+
+@dataclasses.dataclass
+class PretrainingOptions:
+  """run_pretraining.py's flags."""
+  input_file: str
+  output_dir: str
+  albert_config_file: Optional[str] = None
+  init_checkpoint: Optional[str] = None
+  do_train: bool = True
+  do_eval: bool = False
+  train_batch_size: int = 4096
+  eval_batch_size: int = 64
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  optimizer: str = "lamb"
+  learning_rate: float = 0.00176
+  poly_power: float = 1.0
+  num_train_steps: int = 125000
+  num_warmup_steps: int = 3125
+  start_warmup_step: int = 0
+  save_checkpoints_steps: int = 5000
+  keep_checkpoint_max: int = 5
+  max_eval_steps: int = 100
+  distribution_strategy: str = "one_device"
+  tpu: Optional[str] = None
+  dtype: str = "float32"
+  jit_compile: bool = False
+  seed: int = 12345
+  log_steps: int = 10
+  export_original_checkpoint: bool = True
+  progress: bool = True
+
+
+def _batch_metrics(outputs, batch, global_batch, mlm_weight_sum):
+  """Per-replica sums whose all-reduced values are the global batch's losses and counts."""
+  logits = tf.cast(outputs["mlm_logits"], tf.float32)                        # [b, P, V]
+  ids, weights = batch["masked_lm_ids"], batch["masked_lm_weights"]          # [b, P]
+  per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(ids, logits)   # [b, P]
+  mlm_loss = tf.reduce_sum(per_token * weights) / (mlm_weight_sum + 1e-5)
+  sop_logits = tf.cast(outputs["sop_logits"], tf.float32)                   # [b, 2]
+  labels = batch["next_sentence_labels"]                                     # [b]
+  sop_loss = tf.reduce_sum(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels, sop_logits)) / global_batch
+  mlm_correct = tf.reduce_sum(
+      tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32) * weights)
+  sop_correct = tf.reduce_sum(
+      tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=tf.int32), labels), tf.float32))
+  return dict(loss=mlm_loss + sop_loss, masked_lm_loss=mlm_loss, sentence_order_loss=sop_loss,
+              mlm_correct=mlm_correct, mlm_count=tf.reduce_sum(weights), sop_correct=sop_correct,
+              sop_count=tf.cast(tf.size(labels), tf.float32))
+
+
+def _finish_metrics(sums: Dict[str, float]) -> Dict[str, float]:
+  return dict(loss=sums["loss"], masked_lm_loss=sums["masked_lm_loss"],
+              sentence_order_loss=sums["sentence_order_loss"],
+              masked_lm_accuracy=sums["mlm_correct"] / max(sums["mlm_count"], 1e-9),
+              sentence_order_accuracy=sums["sop_correct"] / max(sums["sop_count"], 1e-9))
+
+
+class Pretrainer:
+  """Builds the model, optimizer, data and checkpoints of a run; `train()` and `evaluate()`."""
+
+  def __init__(self, opts: PretrainingOptions, strategy: Optional[tf.distribute.Strategy] = None):
+    self.opts = opts
+    if opts.dtype not in ("float32", "bfloat16", "float16"):
+      raise ValueError(f"--dtype must be float32, bfloat16 or float16, got {opts.dtype!r}")
+    self.strategy = strategy or get_strategy(opts.distribution_strategy, opts.tpu)
+    self.files = expand_files(opts.input_file)
+    check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
+    self.config = self._read_config()
+    if opts.max_seq_length > self.config.max_position_embeddings:
+      raise ValueError(f"--max_seq_length={opts.max_seq_length} exceeds max_position_embeddings="
+                       f"{self.config.max_position_embeddings} of {opts.albert_config_file}")
+    replicas = self.strategy.num_replicas_in_sync
+    for flag in ("train_batch_size", "eval_batch_size"):
+      if getattr(opts, flag) % replicas:
+        raise ValueError(f"--{flag}={getattr(opts, flag)} is not divisible by the "
+                         f"{replicas} replicas")
+    self.is_chief = _is_chief(self.strategy)
+    policy = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+    keras.mixed_precision.set_global_policy(policy[opts.dtype])
+    tf.random.set_seed(opts.seed)
+    with self.strategy.scope():
+      self.model = AlbertPretrainer(self.config)
+      self.schedule = AlbertLearningRate(opts.learning_rate, opts.num_train_steps,
+                                         opts.num_warmup_steps, opts.start_warmup_step,
+                                         opts.poly_power)
+      self.optimizer = create_optimizer(opts.optimizer, self.schedule, opts.dtype)
+    self.train_data = pretraining_dataset(self.files, opts.train_batch_size, opts.max_seq_length,
+                                          opts.max_predictions_per_seq, True, opts.seed)
+    self.iterator = iter(self.train_data)
+    self.checkpoint = tf.train.Checkpoint(**self.model.checkpoint_items,
+                                          optimizer=self.optimizer, data=self.iterator)
+    # Every worker saves (as tf.distribute requires); non-chiefs into scratch space.
+    self._scratch = None if self.is_chief else os.path.join(
+        opts.output_dir, ".worker_tmp", str(self.strategy.cluster_resolver.task_id))
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self._scratch or opts.output_dir,
+                                              max_to_keep=opts.keep_checkpoint_max,
+                                              checkpoint_name="ckpt")
+    self._restore()
+
+  # -- setup
+
+  def _read_config(self) -> AlbertConfig:
+    opts = self.opts
+    saved = os.path.join(opts.output_dir, "albert_config.json")
+    if not opts.albert_config_file:
+      raise ValueError("--albert_config_file is required")
+    config = AlbertConfig.from_json_file(opts.albert_config_file)
+    if os.path.exists(saved):
+      previous = AlbertConfig.from_json_file(saved)
+      if previous.to_dict() != config.to_dict():
+        raise ValueError(f"--output_dir {opts.output_dir} holds a run of another model "
+                         f"({saved} differs from {opts.albert_config_file}); use a new --output_dir")
+    else:
+      os.makedirs(opts.output_dir, exist_ok=True)
+      config.to_json_file(saved)
+    return config
+
+  def _restore(self):
+    latest = tf.train.latest_checkpoint(self.opts.output_dir)  # the chief's, on every worker
+    if latest:
+      self.checkpoint.restore(latest).expect_partial()
+      logging.info("Resuming from %s (step %d)", latest, int(self.optimizer.iterations))
+      print(f"Resuming from {latest} at step {int(self.optimizer.iterations)}")
+    elif self.opts.init_checkpoint:
+      report = load_checkpoint(self.model, self.opts.init_checkpoint)
+      print(f"Initialized from {report.path} ({len(report.loaded)} variables)")
+
+  @property
+  def step(self) -> int:
+    return int(self.optimizer.iterations.numpy())
+
+  # -- steps
+
+  def _distribute(self, batch, global_batch):
+    per_replica = global_batch // self.strategy.num_replicas_in_sync
+
+    def slice_for(ctx):
+      i = ctx.replica_id_in_sync_group
+      return {k: v[i * per_replica:(i + 1) * per_replica] for k, v in batch.items()}
+
+    return self.strategy.experimental_distribute_values_from_function(slice_for)
+
+  def _replica_metrics(self, batch, training):
+    ctx = tf.distribute.get_replica_context()
+    weight_sum = ctx.all_reduce("sum", tf.reduce_sum(batch["masked_lm_weights"]))
+    outputs = self.model(batch, training=training)
+    global_batch = self.opts.train_batch_size if training else self.opts.eval_batch_size
+    return _batch_metrics(outputs, batch, float(global_batch), weight_sum)
+
+  @tf.function
+  def _train_step(self, batch):
+    def replica_step(batch):
+      ctx = tf.distribute.get_replica_context()
+      variables = self.model.trainable_variables
+      with tf.GradientTape() as tape:
+        metrics = self._replica_metrics(batch, training=True)
+        loss = metrics["loss"]
+        if isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer):
+          loss = self.optimizer.get_scaled_loss(loss)
+      grads = tape.gradient(loss, variables)
+      if isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer):
+        grads = self.optimizer.get_unscaled_gradients(grads)
+      grads = ctx.all_reduce("sum", grads)
+      grads, _ = tf.clip_by_global_norm(grads, 1.0)
+      self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+      return metrics
+
+    per_replica = self.strategy.run(replica_step, args=(batch,))
+    return {k: self.strategy.reduce("sum", v, axis=None) for k, v in per_replica.items()}
+
+  @tf.function
+  def _eval_step(self, batch):
+    per_replica = self.strategy.run(lambda b: self._replica_metrics(b, training=False),
+                                    args=(batch,))
+    return {k: self.strategy.reduce("sum", v, axis=None) for k, v in per_replica.items()}
+
+  # -- loops
+
+  def train(self) -> Dict[str, float]:
+    """Trains to `num_train_steps` from wherever the checkpoints left off."""
+    opts = self.opts
+    if opts.jit_compile:
+      self._train_step = tf.function(self._train_step.python_function, jit_compile=True)
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+    writer = tf.summary.create_file_writer(os.path.join(opts.output_dir, "train")) \
+        if self.is_chief else tf.summary.create_noop_writer()
+    log_path = os.path.join(opts.output_dir, "train_log.csv")
+    bar = tqdm(total=opts.num_train_steps, initial=self.step, unit="step", desc="pretraining",
+               disable=not (opts.progress and self.is_chief))
+    sums, count, last, started = None, 0, {}, time.time()
+    while self.step < opts.num_train_steps:
+      batch = self._distribute(next(self.iterator), opts.train_batch_size)
+      metrics = self._train_step(batch)
+      step = self.step
+      sums = {k: float(v) + (sums[k] if sums else 0.0) for k, v in metrics.items()}
+      count += 1
+      bar.update(1)
+      if step % opts.log_steps == 0 or step == opts.num_train_steps:
+        elapsed = time.time() - started
+        last = _finish_metrics({k: v / count if k.endswith("loss") else v for k, v in sums.items()})
+        last["learning_rate"] = float(self.schedule(step - 1))
+        last["examples_per_second"] = count * opts.train_batch_size / elapsed
+        bar.set_postfix(loss=f"{last['loss']:.3f}", mlm_acc=f"{last['masked_lm_accuracy']:.3f}",
+                        sop_acc=f"{last['sentence_order_accuracy']:.3f}")
+        with writer.as_default(step=step):
+          for k, v in last.items():
+            tf.summary.scalar(k, v)
+        if self.is_chief:
+          _append_csv(log_path, step, last)
+        sums, count, started = None, 0, time.time()
+      if step % opts.save_checkpoints_steps == 0 or step == opts.num_train_steps:
+        self.manager.save(checkpoint_number=step)
+        if self._scratch:
+          shutil.rmtree(os.path.dirname(self._scratch), ignore_errors=True)
+    bar.close()
+    writer.flush()
+    if self.is_chief:
+      plot_learning_curve(log_path, os.path.join(opts.output_dir, "learning_curve.png"))
+      if opts.export_original_checkpoint:
+        prefix = os.path.join(opts.output_dir, f"model.ckpt-{self.step}")
+        if not tf.io.gfile.exists(prefix + ".index"):
+          save_original_checkpoint(self.model, prefix, global_step=self.step)
+          print(f"Wrote the final checkpoint in the original TF1 names: {prefix}")
+    return last
+
+  def evaluate(self) -> Dict[str, float]:
+    """`max_eval_steps` batches of `input_file`; writes eval_results.txt."""
+    opts = self.opts
+    data = pretraining_dataset(self.files, opts.eval_batch_size, opts.max_seq_length,
+                               opts.max_predictions_per_seq, is_training=False)
+    sums, steps = None, 0
+    for batch in data.take(opts.max_eval_steps):
+      if int(tf.shape(batch["input_word_ids"])[0]) != opts.eval_batch_size:
+        break  # the ragged last batch does not split over replicas
+      metrics = self._eval_step(self._distribute(batch, opts.eval_batch_size))
+      sums = {k: float(v) + (sums[k] if sums else 0.0) for k, v in metrics.items()}
+      steps += 1
+    if not steps:
+      raise ValueError(f"--input_file has fewer than --eval_batch_size={opts.eval_batch_size} records")
+    result = _finish_metrics({k: v / steps if k.endswith("loss") else v for k, v in sums.items()})
+    result = dict(global_step=self.step, **result)
+    if self.is_chief:
+      with open(os.path.join(opts.output_dir, "eval_results.txt"), "w") as f:
+        for k in ("global_step",) + METRIC_NAMES:
+          f.write(f"{k} = {result[k]}\n")
+      with tf.summary.create_file_writer(os.path.join(opts.output_dir, "eval")).as_default(
+          step=self.step):
+        for k in METRIC_NAMES:
+          tf.summary.scalar(k, result[k])
+    for k in ("global_step",) + METRIC_NAMES:
+      logging.info("eval %s = %s", k, result[k])
+    return result
+
+
+def _append_csv(path: str, step: int, metrics: Dict[str, float]) -> None:
+  new = not os.path.exists(path)
+  with open(path, "a", newline="") as f:
+    writer = csv.writer(f)
+    if new:
+      writer.writerow(["step"] + list(metrics))
+    writer.writerow([step] + [f"{v:.6g}" for v in metrics.values()])
+
+
+def plot_learning_curve(csv_path: str, png_path: str) -> Optional[str]:
+  """Loss and accuracies per step from train_log.csv, as a PNG."""
+  if not os.path.exists(csv_path):
+    return None
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  with open(csv_path) as f:
+    rows = list(csv.DictReader(f))
+  steps = [int(r["step"]) for r in rows]
+  fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+  for key in ("loss", "masked_lm_loss", "sentence_order_loss"):
+    ax1.plot(steps, [float(r[key]) for r in rows], label=key)
+  for key in ("masked_lm_accuracy", "sentence_order_accuracy"):
+    ax2.plot(steps, [float(r[key]) for r in rows], label=key)
+  for ax, title in ((ax1, "loss"), (ax2, "accuracy")):
+    ax.set_xlabel("step")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+  fig.tight_layout()
+  fig.savefig(png_path, dpi=100)
+  plt.close(fig)
+  return png_path
+
+
+def run(opts: PretrainingOptions, strategy=None) -> Dict[str, Dict[str, float]]:
+  """Trains and/or evaluates as the flags say; returns {"train": ..., "eval": ...}."""
+  if not (opts.do_train or opts.do_eval):
+    raise ValueError("at least one of --do_train and --do_eval must be set")
+  trainer = Pretrainer(opts, strategy)
+  results = {}
+  if opts.do_train:
+    results["train"] = trainer.train()
+  if opts.do_eval:
+    results["eval"] = trainer.evaluate()
+  return results

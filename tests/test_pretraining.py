@@ -1,0 +1,207 @@
+"""run_pretraining: losses across strategies, exact resume, learning, checkpoints, errors."""
+
+import csv
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer, load_original_checkpoint, pretraining
+from albert_tf import save_original_checkpoint
+from albert_tf.data import pretraining_data as pd
+from albert_tf.data import sample_corpus
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+           num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
+           max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, spm_model):
+  """Pretraining TFRecords of the pydoc corpus (seq 64, 10 predictions), a config and a start checkpoint."""
+  root = tmp_path_factory.mktemp("pretraining")
+  corpus = sample_corpus.write_pydoc_corpus(str(root / "pydoc.txt"))
+  files = [str(root / "train-0.tfrecord"), str(root / "train-1.tfrecord")]
+  pd.write_pretraining_data([corpus], files, spm_model, pd.DataOptions(
+      max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1), progress=False)
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "init" / "model.ckpt-0"))
+  return dict(input_file=",".join(files), albert_config_file=str(root / "albert_config.json"),
+              init_checkpoint=init, root=root)
+
+
+def options(data, output_dir, **kwargs):
+  base = dict(input_file=data["input_file"], output_dir=str(output_dir),
+              albert_config_file=data["albert_config_file"], init_checkpoint=data["init_checkpoint"],
+              train_batch_size=8, eval_batch_size=8, max_seq_length=64, max_predictions_per_seq=10,
+              learning_rate=1e-3, num_train_steps=6, num_warmup_steps=2, save_checkpoints_steps=2,
+              log_steps=1, max_eval_steps=4, progress=False)
+  base.update(kwargs)
+  return pretraining.PretrainingOptions(**base)
+
+
+def train_log(output_dir):
+  with open(os.path.join(output_dir, "train_log.csv")) as f:
+    return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def final_weights(output_dir, step):
+  model = AlbertPretrainer(CFG)
+  load_original_checkpoint(model, os.path.join(output_dir, f"model.ckpt-{step}"))
+  return [w.numpy() for w in model.weights]
+
+
+def test_mirrored_matches_one_device(data, tmp_path):
+  one = pretraining.run(options(data, tmp_path / "one", num_train_steps=4))
+  two = pretraining.run(options(data, tmp_path / "two", num_train_steps=4,
+                                distribution_strategy="mirrored"))
+  assert two and one
+  a, b = train_log(tmp_path / "one"), train_log(tmp_path / "two")
+  assert [r["step"] for r in a] == [r["step"] for r in b] == [1, 2, 3, 4]
+  for ra, rb in zip(a, b):
+    for key in ("loss", "masked_lm_loss", "sentence_order_loss"):
+      assert abs(ra[key] - rb[key]) < 1e-5, (key, ra, rb)
+  for wa, wb in zip(final_weights(tmp_path / "one", 4), final_weights(tmp_path / "two", 4)):
+    np.testing.assert_allclose(wa, wb, atol=1e-5)
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_multi_worker_matches_one_device(data, tmp_path):
+  """Two worker processes on 127.0.0.1 (TF_CONFIG) reach the single-device losses."""
+  steps = 4
+  pretraining.run(options(data, tmp_path / "one", num_train_steps=steps))
+  workers = [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]
+  flags = [f"--input_file={data['input_file']}", f"--output_dir={tmp_path / 'mw'}",
+           f"--albert_config_file={data['albert_config_file']}",
+           f"--init_checkpoint={data['init_checkpoint']}", "--do_train",
+           "--train_batch_size=8", "--max_seq_length=64", "--max_predictions_per_seq=10",
+           "--learning_rate=1e-3", f"--num_train_steps={steps}", "--num_warmup_steps=2",
+           "--save_checkpoints_steps=2", "--log_steps=1",
+           "--distribution_strategy=multi_worker_mirrored"]
+  procs = []
+  for index in range(2):
+    env = dict(os.environ, TF_CONFIG=json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
+    procs.append(subprocess.Popen([sys.executable, str(ROOT / "run_pretraining.py"), *flags],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True))
+  outputs = [p.communicate(timeout=600)[0] for p in procs]
+  assert all(p.returncode == 0 for p in procs), outputs[0][-3000:] + outputs[1][-3000:]
+  a, b = train_log(tmp_path / "one"), train_log(tmp_path / "mw")
+  assert [r["step"] for r in b] == list(range(1, steps + 1))
+  for ra, rb in zip(a, b):
+    assert abs(ra["loss"] - rb["loss"]) < 1e-5, (ra, rb)
+  for wa, wb in zip(final_weights(tmp_path / "one", steps), final_weights(tmp_path / "mw", steps)):
+    np.testing.assert_allclose(wa, wb, atol=1e-5)
+  assert not os.path.exists(tmp_path / "mw" / ".worker_tmp")
+
+
+def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch):
+  pretraining.run(options(data, tmp_path / "straight"))
+
+  crash_at = 5  # checkpoints at 2 and 4: step 5 is lost and redone
+  original = pretraining.Pretrainer._distribute
+
+  def crashing(self, batch, global_batch):
+    if self.step == crash_at:  # step 5 trained, not yet checkpointed
+      raise KeyboardInterrupt("simulated crash")
+    return original(self, batch, global_batch)
+
+  with monkeypatch.context() as m:
+    m.setattr(pretraining.Pretrainer, "_distribute", crashing)
+    with pytest.raises(KeyboardInterrupt):
+      pretraining.run(options(data, tmp_path / "crashed"))
+  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("ckpt-4")
+  assert not os.path.exists(tmp_path / "crashed" / "model.ckpt-6.index")
+  result = pretraining.run(options(data, tmp_path / "crashed"))
+  assert result["train"]
+  for wa, wb in zip(final_weights(tmp_path / "straight", 6), final_weights(tmp_path / "crashed", 6)):
+    np.testing.assert_allclose(wa, wb, atol=1e-6)
+  logged = train_log(tmp_path / "crashed")
+  assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 5, 6]  # step 5 redone after the crash
+  # Rerunning a finished run changes nothing.
+  before = sorted(os.listdir(tmp_path / "crashed"))
+  pretraining.run(options(data, tmp_path / "crashed"))
+  assert sorted(os.listdir(tmp_path / "crashed")) == before
+
+
+@pytest.mark.slow
+def test_small_albert_learns_mlm_and_sop(data, tmp_path):
+  """600 steps on the pydoc data: MLM and SOP accuracy (on the training data, as the
+  original evaluates) rise clearly above step 0 and above the majority class."""
+  config = tmp_path / "small.json"
+  AlbertConfig.from_dict(dict(CFG, embedding_size=64, hidden_size=128, num_hidden_layers=4,
+                              num_attention_heads=4, intermediate_size=256)).to_json_file(str(config))
+  common = dict(albert_config_file=str(config), train_batch_size=32, eval_batch_size=32,
+                max_eval_steps=20, init_checkpoint=None, dtype="bfloat16")
+  before = pretraining.Pretrainer(options(data, tmp_path / "untrained", **common)).evaluate()
+  opts = options(data, tmp_path / "learn", num_train_steps=600, num_warmup_steps=60,
+                 learning_rate=5e-3, save_checkpoints_steps=600, log_steps=50, do_eval=True,
+                 **common)
+  after = pretraining.run(opts)["eval"]
+  labels = [int(b["next_sentence_labels"].numpy().sum()) for b in pretraining.pretraining_dataset(
+      data["input_file"].split(","), 32, 64, 10, is_training=False).take(20)]
+  majority = max(sum(labels), 640 - sum(labels)) / 640
+  print(f"\nlearning: step 0 {before}\n          step 600 {after}\n          SOP majority {majority:.4f}")
+  assert after["masked_lm_accuracy"] > before["masked_lm_accuracy"] + 0.1
+  assert after["sentence_order_accuracy"] > max(before["sentence_order_accuracy"], majority) + 0.05
+  assert after["loss"] < before["loss"] - 1.5
+  assert (tmp_path / "learn" / "learning_curve.png").stat().st_size > 10_000
+  assert os.listdir(tmp_path / "learn" / "train")  # TensorBoard event files
+  results = dict(line.split(" = ") for line in
+                 (tmp_path / "learn" / "eval_results.txt").read_text().splitlines())
+  assert sorted(results) == sorted(("global_step",) + pretraining.METRIC_NAMES)
+  assert int(results["global_step"]) == 600
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mixed_precision_trains(data, tmp_path, dtype):
+  result = pretraining.run(options(data, tmp_path / dtype, num_train_steps=3, dtype=dtype))
+  assert np.isfinite(result["train"]["loss"]) and result["train"]["loss"] > 0
+  weights = final_weights(tmp_path / dtype, 3)
+  assert all(w.dtype == np.float32 and np.isfinite(w).all() for w in weights)
+
+
+def test_init_checkpoint_and_final_checkpoint_formats(data, tmp_path):
+  # Start from an encoder-only original checkpoint: the heads start fresh.
+  encoder_only = str(tmp_path / "enc" / "model.ckpt-0")
+  from albert_tf import AlbertEncoder
+  save_original_checkpoint(AlbertEncoder(CFG), encoder_only)
+  pretraining.run(options(data, tmp_path / "a", init_checkpoint=encoder_only, num_train_steps=2))
+  names = dict(tf.train.list_variables(str(tmp_path / "a" / "model.ckpt-2")))
+  assert "bert/embeddings/word_embeddings" in names and "cls/predictions/output_bias" in names
+  assert names["global_step"] == []
+  # Our own native checkpoint initializes too.
+  native = tf.train.latest_checkpoint(str(tmp_path / "a"))
+  pretraining.run(options(data, tmp_path / "b", init_checkpoint=native, num_train_steps=2,
+                          learning_rate=0.0))
+  for wa, wb in zip(final_weights(tmp_path / "a", 2), final_weights(tmp_path / "b", 2)):
+    np.testing.assert_allclose(wa, wb, atol=1e-6)
+
+
+def test_bad_inputs_fail_before_training(data, tmp_path):
+  with pytest.raises(ValueError, match="input_ids has length 64 but --max_seq_length=128"):
+    pretraining.run(options(data, tmp_path / "x", max_seq_length=128))
+  with pytest.raises(FileNotFoundError, match="no file matches"):
+    pretraining.run(options(data, tmp_path / "x", input_file=str(tmp_path / "none*.tfrecord")))
+  with pytest.raises(ValueError, match="not divisible"):
+    pretraining.run(options(data, tmp_path / "x", train_batch_size=7,
+                            distribution_strategy="mirrored"))
+  other = tmp_path / "other.json"
+  AlbertConfig.from_dict(dict(CFG, hidden_size=16)).to_json_file(str(other))
+  pretraining.run(options(data, tmp_path / "y", num_train_steps=1))
+  with pytest.raises(ValueError, match="holds a run of another model"):
+    pretraining.run(options(data, tmp_path / "y", albert_config_file=str(other)))
