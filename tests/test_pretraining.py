@@ -205,3 +205,34 @@ def test_bad_inputs_fail_before_training(data, tmp_path):
   pretraining.run(options(data, tmp_path / "y", num_train_steps=1))
   with pytest.raises(ValueError, match="holds a run of another model"):
     pretraining.run(options(data, tmp_path / "y", albert_config_file=str(other)))
+
+
+@pytest.mark.slow
+def test_kill_9_then_rerun_equals_uninterrupted_run(data, tmp_path):
+  import signal
+  import time
+  steps, every = 300, 20
+  pretraining.run(options(data, tmp_path / "straight", num_train_steps=steps,
+                          save_checkpoints_steps=every, log_steps=50))
+  out = tmp_path / "killed"
+  cmd = [sys.executable, str(ROOT / "run_pretraining.py"), f"--input_file={data['input_file']}",
+         f"--output_dir={out}", f"--albert_config_file={data['albert_config_file']}",
+         f"--init_checkpoint={data['init_checkpoint']}", "--do_train", "--train_batch_size=8",
+         "--max_seq_length=64", "--max_predictions_per_seq=10", "--learning_rate=1e-3",
+         f"--num_train_steps={steps}", "--num_warmup_steps=2",
+         f"--save_checkpoints_steps={every}", "--log_steps=50"]
+  proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while not (out / f"ckpt-{2 * every}.index").exists() and proc.poll() is None:
+    assert time.time() < deadline
+    time.sleep(0.02)
+  os.kill(proc.pid, signal.SIGKILL)
+  proc.wait()
+  latest = tf.train.latest_checkpoint(str(out))
+  assert latest and int(latest.rsplit("-", 1)[1]) < steps, latest
+  assert not (out / f"model.ckpt-{steps}.index").exists()
+  result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"Resuming from {latest}" in result.stdout
+  for wa, wb in zip(final_weights(tmp_path / "straight", steps), final_weights(out, steps)):
+    np.testing.assert_allclose(wa, wb, atol=1e-6)
