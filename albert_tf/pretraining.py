@@ -216,7 +216,14 @@ def _batch_metrics(outputs, batch, global_batch, mlm_weight_sum):
               sop_count=tf.cast(tf.size(labels), tf.float32))
 
 
-def _finish_metrics(sums: Dict[str, float]) -> Dict[str, float]:
+def _accumulate(sums, metrics):
+  """Adds a step's metric tensors to the running sums (tensors: no device sync per step)."""
+  return dict(metrics) if sums is None else {k: sums[k] + v for k, v in metrics.items()}
+
+
+def _finish_metrics(sums, steps: int) -> Dict[str, float]:
+  """Mean losses over `steps` and accuracies over all counted predictions."""
+  sums = {k: float(v) / steps if k.endswith("loss") else float(v) for k, v in sums.items()}
   return dict(loss=sums["loss"], masked_lm_loss=sums["masked_lm_loss"],
               sentence_order_loss=sums["sentence_order_loss"],
               masked_lm_accuracy=sums["mlm_correct"] / max(sums["mlm_count"], 1e-9),
@@ -356,16 +363,17 @@ class Pretrainer:
     bar = tqdm(total=opts.num_train_steps, initial=self.step, unit="step", desc="pretraining",
                disable=not (opts.progress and self.is_chief))
     sums, count, last, started = None, 0, {}, time.time()
-    while self.step < opts.num_train_steps:
+    step = self.step  # counted in Python from here: no variable read per step
+    while step < opts.num_train_steps:
       batch = self._distribute(next(self.iterator), opts.train_batch_size)
       metrics = self._train_step(batch)
-      step = self.step
-      sums = {k: float(v) + (sums[k] if sums else 0.0) for k, v in metrics.items()}
+      step += 1
+      sums = _accumulate(sums, metrics)
       count += 1
       bar.update(1)
       if step % opts.log_steps == 0 or step == opts.num_train_steps:
         elapsed = time.time() - started
-        last = _finish_metrics({k: v / count if k.endswith("loss") else v for k, v in sums.items()})
+        last = _finish_metrics(sums, count)
         last["learning_rate"] = float(self.schedule(step - 1))
         last["examples_per_second"] = count * opts.train_batch_size / elapsed
         bar.set_postfix(loss=f"{last['loss']:.3f}", mlm_acc=f"{last['masked_lm_accuracy']:.3f}",
@@ -401,11 +409,11 @@ class Pretrainer:
       if int(tf.shape(batch["input_word_ids"])[0]) != opts.eval_batch_size:
         break  # the ragged last batch does not split over replicas
       metrics = self._eval_step(self._distribute(batch, opts.eval_batch_size))
-      sums = {k: float(v) + (sums[k] if sums else 0.0) for k, v in metrics.items()}
+      sums = _accumulate(sums, metrics)
       steps += 1
     if not steps:
       raise ValueError(f"--input_file has fewer than --eval_batch_size={opts.eval_batch_size} records")
-    result = _finish_metrics({k: v / steps if k.endswith("loss") else v for k, v in sums.items()})
+    result = _finish_metrics(sums, steps)
     result = dict(global_step=self.step, **result)
     if self.is_chief:
       with open(os.path.join(opts.output_dir, "eval_results.txt"), "w") as f:

@@ -352,8 +352,8 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
   if existing and not overwrite:
     raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
                           "pass --overwrite to replace it")
+  # Fails early, naming the file, if the model is unreadable; reused when num_workers == 1.
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
-  del tokenizer  # fails early, naming the file, if the model is unreadable
   for f in output_files:
     parent = os.path.dirname(os.path.abspath(f))
     os.makedirs(parent, exist_ok=True)
@@ -370,7 +370,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
       results: Iterator = pool.imap(_file_examples, jobs)
     else:
       pool = None
-      _init_worker(spm_model_file, do_lower_case, opts)
+      _WORKER.update(tokenizer=tokenizer, opts=opts)
       results = map(_file_examples, jobs)
     n = 0
     for _, examples, stats in results:
