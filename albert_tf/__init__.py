@@ -2,8 +2,9 @@
 
 from albert_tf.config import AlbertConfig, PRESETS
 from albert_tf.encoder import AlbertEncoder
-from albert_tf.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
-from albert_tf.models import AlbertPretrainer
+from albert_tf.heads import (AlbertClassificationHead, AlbertMaskedLMHead,
+                             AlbertSentenceOrderHead)
+from albert_tf.models import AlbertClassifier, AlbertPretrainer
 from albert_tf import packing
 from albert_tf.checkpoints import (LoadReport, load_checkpoint, load_original_checkpoint,
                                    save_original_checkpoint)

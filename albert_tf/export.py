@@ -243,6 +243,56 @@ def export_preprocessor(spm_model_file: str, export_path: str, do_lower_case: bo
   return export_path
 
 
+class _ServingClassifier(tf.Module):
+  """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
+
+  def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
+               labels: Optional[Tuple[str, ...]]):
+    super().__init__(name="albert_classifier")
+    self.model, self.tokenizer = model, tokenizer
+    ids = tokenizer.special_ids
+    self._pack = lambda segments: pack_segments(segments, seq_length, ids["[CLS]"],
+                                                ids["[SEP]"], ids["<pad>"])
+    self._labels = labels
+
+  def classify(self, segments):
+    logits = self.model(self._pack([self.tokenizer(s) for s in segments]), training=False)
+    if self._labels is None:
+      return {"score": logits[:, 0]}                                         # [B]
+    probabilities = tf.nn.softmax(logits, axis=-1)                            # [B, C]
+    label_ids = tf.argmax(logits, -1, output_type=tf.int32)                   # [B]
+    return {"probabilities": probabilities, "label_ids": label_ids,
+            "labels": tf.gather(tf.constant(self._labels), label_ids)}
+
+
+def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
+                      labels: Optional[Tuple[str, ...]], pairs: bool = True,
+                      overwrite: bool = False) -> str:
+  """Writes an end-to-end classifier SavedModel that takes raw text.
+
+  `serving_default` (also the root `__call__`) takes string [B] `sentence1`
+  and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
+  of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
+  `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
+  regression (`labels=None`). Loading it needs `import tensorflow_text`.
+  """
+  export_path = os.path.abspath(export_path)
+  with _atomic_export(export_path, overwrite) as (saved, staging):
+    root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
+                                                     tokenizer.do_lower_case), seq_length, labels)
+    spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
+    if pairs:
+      root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
+                                  input_signature=[spec("sentence1"), spec("sentence2")])
+    else:
+      root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
+                                  input_signature=[spec("sentence1")])
+    root.sp_model_file = _asset(tokenizer.spm_model_file, staging)
+    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+  logging.info("Exported the classifier SavedModel to %s", export_path)
+  return export_path
+
+
 # ----------------------------------------------------------------------------- reading
 
 def _load(handle: str):

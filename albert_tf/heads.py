@@ -58,6 +58,52 @@ class AlbertMaskedLMHead(keras.layers.Layer):
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertClassificationHead(keras.layers.Layer):
+  """The original classifier: dropout, then logits = pooled @ output_weights^T + output_bias.
+
+  Weights [num_classes, H] as the original `output_weights`; one output and
+  no softmax for regression (num_classes=1). Computes in float32.
+
+  Args:
+    num_classes: number of labels (1 for regression such as STS-B).
+    dropout_rate: dropout on the pooled output in training (0.1 in the original).
+    initializer_range: stddev of the truncated-normal initializer.
+    seed: seed of that initializer (the same weights under any tf.distribute strategy).
+  """
+
+  def __init__(self, num_classes: int, dropout_rate: float = 0.1, initializer_range=0.02,
+               seed=None, **kwargs):
+    kwargs.setdefault("dtype", "float32")
+    super().__init__(**kwargs)
+    self.num_classes = num_classes
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    self.seed = seed
+    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[self.num_classes, input_shape[-1]],
+        initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range,
+                                                       seed=self.seed))
+    self.output_bias = self.add_weight("output_bias", shape=[self.num_classes],
+                                       initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, pooled_output, training=None):
+    """[B, H] -> [B, num_classes] float32 logits."""
+    pooled = self.dropout(tf.cast(pooled_output, tf.float32), training=training)
+    logits = tf.matmul(pooled, self.output_weights, transpose_b=True)
+    return tf.nn.bias_add(logits, self.output_bias)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_classes=self.num_classes, dropout_rate=self.dropout_rate,
+                  initializer_range=self.initializer_range, seed=self.seed)
+    return config
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertSentenceOrderHead(keras.layers.Layer):
   """`cls/seq_relationship`: logits = pooled @ output_weights^T + output_bias, weights [2, H].
 

@@ -7,7 +7,8 @@ import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
-from albert_tf.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
+from albert_tf.heads import (AlbertClassificationHead, AlbertMaskedLMHead,
+                             AlbertSentenceOrderHead)
 
 
 def _as_encoder(encoder_or_config) -> AlbertEncoder:
@@ -61,6 +62,61 @@ class AlbertPretrainer(keras.Model):
 
   def get_config(self):
     return dict(encoder=self.encoder.config.to_dict(), name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(keras.Model):
+  """An encoder + the original classification head (`output_weights`, `output_bias`).
+
+  Called with the encoder's inputs it returns float32 logits [B, num_classes]
+  (num_classes=1: a regression score). The encoder is an AlbertEncoder or any
+  layer with the same dict interface, such as `hub.KerasLayer` of an exported
+  encoder SavedModel.
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset to build one) or a layer
+      mapping the three int32 inputs to a dict with `pooled_output`.
+    num_classes: number of labels.
+    dropout_rate: dropout on the pooled output in training.
+    initializer_range: stddev of the head's initializer.
+    seed: seed of the head's initializer.
+  """
+
+  def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    self.num_classes = num_classes
+    self.classifier = AlbertClassificationHead(num_classes, dropout_rate, initializer_range,
+                                               seed=seed, name="classifier")
+    hidden = self.encoder.config.hidden_size if isinstance(self.encoder, AlbertEncoder) else None
+    if hidden is None:
+      hidden = int(self.encoder({k: tf.zeros([1, 2], tf.int32) for k in (
+          "input_word_ids", "input_mask", "input_type_ids")})["pooled_output"].shape[-1])
+    self.classifier.build([None, hidden])
+    self.built = True
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    encoder_inputs = {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    pooled = self.encoder(encoder_inputs, training=training)["pooled_output"]    # [B, H]
+    return self.classifier(pooled, training=training)                             # [B, C]
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder, classifier=self.classifier)
+
+  def get_config(self):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError("get_config needs an AlbertEncoder; save a hub-based "
+                                "classifier as a SavedModel instead")
+    return dict(encoder=self.encoder.config.to_dict(), num_classes=self.num_classes,
+                dropout_rate=self.classifier.dropout_rate,
+                initializer_range=self.classifier.initializer_range,
+                seed=self.classifier.seed, name=self.name)
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

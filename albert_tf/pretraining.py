@@ -13,7 +13,6 @@ the checkpoint, so a rerun after a crash continues on exactly the data an
 uninterrupted run would have seen.
 """
 
-import csv
 import dataclasses
 import os
 import shutil
@@ -28,6 +27,9 @@ from albert_tf.checkpoints import load_checkpoint, save_original_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_data import expand_files, feature_spec
 from albert_tf.models import AlbertPretrainer
+from albert_tf.optimization import AlbertLearningRate, create_optimizer
+from albert_tf.training import (append_csv, distribute_global_batch, get_strategy, is_chief,
+                                plot_learning_curve, set_precision)
 
 METRIC_NAMES = ("loss", "masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss",
                 "sentence_order_accuracy")
@@ -83,84 +85,6 @@ def check_records(files: List[str], max_seq_length: int, max_predictions_per_seq
       flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
       raise ValueError(f"{files[0]}: {name} has length {got} but --{flag}={want}; "
                        "use the values the data was created with")
-
-
-# ----------------------------------------------------------------------------- optimization
-
-@keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertLearningRate(keras.optimizers.schedules.LearningRateSchedule):
-  """The original schedule: polynomial decay to 0 over `num_train_steps`, with linear
-  warmup over `num_warmup_steps` counted from `start_warmup_step`."""
-
-  def __init__(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
-               start_warmup_step: int = 0, poly_power: float = 1.0):
-    super().__init__()
-    self.learning_rate = learning_rate
-    self.num_train_steps = num_train_steps
-    self.num_warmup_steps = num_warmup_steps
-    self.start_warmup_step = start_warmup_step
-    self.poly_power = poly_power
-    self._decay = keras.optimizers.schedules.PolynomialDecay(
-        learning_rate, num_train_steps, end_learning_rate=0.0, power=poly_power)
-
-  def __call__(self, step):
-    decayed = self._decay(step)
-    if not self.num_warmup_steps:
-      return decayed
-    warm_step = tf.maximum(tf.cast(step, tf.float32) - self.start_warmup_step, 0.0)
-    warm = self.learning_rate * warm_step / float(self.num_warmup_steps)
-    return tf.where(warm_step < self.num_warmup_steps, warm, decayed)
-
-  def get_config(self):
-    return dict(learning_rate=self.learning_rate, num_train_steps=self.num_train_steps,
-                num_warmup_steps=self.num_warmup_steps, start_warmup_step=self.start_warmup_step,
-                poly_power=self.poly_power)
-
-
-def create_optimizer(name: str, schedule, dtype: str = "float32"):
-  """tf-models-official's LAMB or AdamW with the original settings (loss scaling for float16)."""
-  from official.nlp import optimization  # pylint: disable=g-import-not-at-top
-  kwargs = dict(learning_rate=schedule, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
-                epsilon=1e-6, exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
-  if name == "lamb":
-    optimizer = optimization.LAMB(**kwargs)
-  elif name == "adamw":
-    optimizer = optimization.AdamWeightDecay(gradient_clip_norm=0.0, **kwargs)
-  else:
-    raise ValueError(f"--optimizer must be lamb or adamw, got {name!r}")
-  if dtype == "float16":
-    optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
-  return optimizer
-
-
-# ----------------------------------------------------------------------------- distribution
-
-def get_strategy(name: str, tpu: Optional[str] = None) -> tf.distribute.Strategy:
-  """one_device, mirrored (all GPUs, else all logical CPUs), multi_worker_mirrored (TF_CONFIG), tpu."""
-  if name == "one_device":
-    gpus = tf.config.list_logical_devices("GPU")
-    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-  if name == "mirrored":
-    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-    return tf.distribute.MirroredStrategy([d.name for d in devices])
-  if name == "multi_worker_mirrored":
-    return tf.distribute.MultiWorkerMirroredStrategy()
-  if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
-  raise ValueError(f"--distribution_strategy must be one of one_device, mirrored, "
-                   f"multi_worker_mirrored, tpu; got {name!r}")
-
-
-def _is_chief(strategy) -> bool:
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not resolver.cluster_spec().as_dict():
-    return True
-  return resolver.task_type in ("chief", None) or (
-      resolver.task_type == "worker" and resolver.task_id == 0
-      and "chief" not in resolver.cluster_spec().as_dict())
 
 
 # ----------------------------------------------------------------------------- the run
@@ -249,9 +173,8 @@ class Pretrainer:
       if getattr(opts, flag) % replicas:
         raise ValueError(f"--{flag}={getattr(opts, flag)} is not divisible by the "
                          f"{replicas} replicas")
-    self.is_chief = _is_chief(self.strategy)
-    policy = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-    keras.mixed_precision.set_global_policy(policy[opts.dtype])
+    self.is_chief = is_chief(self.strategy)
+    set_precision(opts.dtype)
     tf.random.set_seed(opts.seed)
     with self.strategy.scope():
       self.model = AlbertPretrainer(self.config)
@@ -307,13 +230,7 @@ class Pretrainer:
   # -- steps
 
   def _distribute(self, batch, global_batch):
-    per_replica = global_batch // self.strategy.num_replicas_in_sync
-
-    def slice_for(ctx):
-      i = ctx.replica_id_in_sync_group
-      return {k: v[i * per_replica:(i + 1) * per_replica] for k, v in batch.items()}
-
-    return self.strategy.experimental_distribute_values_from_function(slice_for)
+    return distribute_global_batch(self.strategy, batch, global_batch)
 
   def _replica_metrics(self, batch, training):
     ctx = tf.distribute.get_replica_context()
@@ -382,7 +299,7 @@ class Pretrainer:
           for k, v in last.items():
             tf.summary.scalar(k, v)
         if self.is_chief:
-          _append_csv(log_path, step, last)
+          append_csv(log_path, step, last)
         sums, count, started = None, 0, time.time()
       if step % opts.save_checkpoints_steps == 0 or step == opts.num_train_steps:
         self.manager.save(checkpoint_number=step)
@@ -426,41 +343,6 @@ class Pretrainer:
     for k in ("global_step",) + METRIC_NAMES:
       logging.info("eval %s = %s", k, result[k])
     return result
-
-
-def _append_csv(path: str, step: int, metrics: Dict[str, float]) -> None:
-  new = not os.path.exists(path)
-  with open(path, "a", newline="") as f:
-    writer = csv.writer(f)
-    if new:
-      writer.writerow(["step"] + list(metrics))
-    writer.writerow([step] + [f"{v:.6g}" for v in metrics.values()])
-
-
-def plot_learning_curve(csv_path: str, png_path: str) -> Optional[str]:
-  """Loss and accuracies per step from train_log.csv, as a PNG."""
-  if not os.path.exists(csv_path):
-    return None
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  with open(csv_path) as f:
-    rows = list(csv.DictReader(f))
-  steps = [int(r["step"]) for r in rows]
-  fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-  for key in ("loss", "masked_lm_loss", "sentence_order_loss"):
-    ax1.plot(steps, [float(r[key]) for r in rows], label=key)
-  for key in ("masked_lm_accuracy", "sentence_order_accuracy"):
-    ax2.plot(steps, [float(r[key]) for r in rows], label=key)
-  for ax, title in ((ax1, "loss"), (ax2, "accuracy")):
-    ax.set_xlabel("step")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(alpha=0.3)
-  fig.tight_layout()
-  fig.savefig(png_path, dpi=100)
-  plt.close(fig)
-  return png_path
 
 
 def run(opts: PretrainingOptions, strategy=None) -> Dict[str, Dict[str, float]]:

@@ -5,6 +5,7 @@ models without any download. Written in the pretraining input format: one
 sentence per line, a blank line between documents.
 """
 
+import os
 import re
 from typing import List
 
@@ -32,3 +33,70 @@ def write_pydoc_corpus(path: str) -> str:
     for sentences in pydoc_documents():
       f.write("\n".join(sentences) + "\n\n")
   return path
+
+
+_MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+_MRPC_TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+
+
+def _reword(words: List[str], rng) -> List[str]:
+  """A loose paraphrase: drops a word or two and swaps a pair of neighbours."""
+  words = list(words)
+  for _ in range(rng.integers(1, 3)):
+    if len(words) > 4:
+      del words[rng.integers(len(words))]
+  i = int(rng.integers(len(words) - 1))
+  words[i], words[i + 1] = words[i + 1], words[i]
+  return words
+
+
+def write_paraphrase_task(directory: str, num_train: int = 3000, num_dev: int = 400,
+                          num_test: int = 400, positive_rate: float = 0.68,
+                          max_words: int = 20, seed: int = 0) -> str:
+  """An MRPC-format paraphrase task generated from the pydoc topics.
+
+  Writes `train.tsv`, `dev.tsv` (Quality, #1 ID, #2 ID, #1 String, #2 String)
+  and `test.tsv` (index instead of Quality), exactly as the GLUE download's
+  MRPC files. A positive pair is a sentence and a loose rewording of it (a
+  word or two dropped, two neighbours swapped); a negative pairs the sentence
+  with the rewording of another sentence of about the same length, from the
+  same document a third of the time. About `positive_rate` of the pairs are
+  positive (MRPC has 68%). Sentences have 6 to `max_words` words. Train,
+  dev and test draw from disjoint documents.
+
+  Returns:
+    `directory`.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  documents = [[s.split() for s in doc if 6 <= len(s.split()) <= max_words]
+               for doc in pydoc_documents()]
+  documents = [d for d in documents if len(d) >= 2]
+  order = rng.permutation(len(documents))
+  groups = {"train": [], "dev": [], "test": []}
+  for rank, i in enumerate(order):   # 80/10/10 of the documents
+    groups["train" if rank % 10 < 8 else ("dev" if rank % 10 == 8 else "test")].append(documents[i])
+  os.makedirs(directory, exist_ok=True)
+  next_id = [100000]
+
+  def pair(docs):
+    d = int(rng.integers(len(docs)))
+    first = docs[d][int(rng.integers(len(docs[d])))]
+    if rng.random() < positive_rate:
+      return "1", first, _reword(first, rng)
+    source = docs[d] if rng.random() < 1 / 3 else docs[int(rng.integers(len(docs)))]
+    others = [s for s in source if s is not first] or [s for s in docs[0] if s is not first]
+    lengths = np.abs(np.array([len(s) for s in others]) - len(first))
+    close = [s for s, gap in zip(others, lengths) if gap <= max(3, lengths.min())]
+    return "0", first, _reword(close[int(rng.integers(len(close)))], rng)
+
+  for split, count in (("train", num_train), ("dev", num_dev), ("test", num_test)):
+    with open(os.path.join(directory, f"{split}.tsv"), "w", encoding="utf-8") as f:
+      f.write(_MRPC_TEST_HEADER if split == "test" else _MRPC_HEADER)
+      for index in range(count):
+        label, a, b = pair(groups[split])
+        ids = next_id[0], next_id[0] + 1
+        next_id[0] += 2
+        first_field = str(index) if split == "test" else label
+        f.write(f"{first_field}\t{ids[0]}\t{ids[1]}\t{' '.join(a)}\t{' '.join(b)}\n")
+  return directory

@@ -1,0 +1,327 @@
+"""GLUE: the task files as the GLUE download lays them out -> examples -> features -> tf.data.
+
+Each task is a table of where its columns are (the positions the original
+processors read) rather than a class per task. `--data_dir` may be a task's
+directory (`glue_data/MRPC`) or the GLUE root (`glue_data`, as the original
+run_glue.sh passed), in which case the task's directory inside it is used.
+Every row must have as many fields as the file's header (CoLA's train and dev
+files have no header and 4 fields); a row that does not, or whose label is
+not one of the task's, raises an error naming the file and line.
+"""
+
+import csv
+import dataclasses
+import hashlib
+import os
+import sys
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.packing import pack_inputs
+from albert_tf.tokenization import FullTokenizer
+
+csv.field_size_limit(sys.maxsize)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+  """Where one file's fields are: text_a, text_b (None: one sentence), label (None: test)."""
+  filename: str
+  text_a: int
+  text_b: Optional[int] = None
+  label: Optional[int] = None
+  index: Optional[int] = None          # the id column of test files (GLUE submission index)
+  header: bool = True
+  num_fields: Optional[int] = None     # required when there is no header
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+  """A GLUE task: its label strings (None: regression), files and metrics."""
+  name: str                            # as GLUE spells it (submission file name prefix)
+  directory: str                       # its directory in the GLUE download
+  labels: Optional[Tuple[str, ...]]
+  splits: Dict[str, Split]
+  metrics: Tuple[str, ...] = ("accuracy",)
+  submission: Dict[str, str] = dataclasses.field(default_factory=dict)  # test split -> file stem
+
+  @property
+  def is_regression(self) -> bool:
+    return self.labels is None
+
+  @property
+  def num_labels(self) -> int:
+    return 1 if self.labels is None else len(self.labels)
+
+  @property
+  def best_metric(self) -> str:
+    """The dev metric that picks model.ckpt-best (the task's GLUE headline metric)."""
+    for name in ("matthews_corrcoef", "pearson"):
+      if name in self.metrics:
+        return name
+    return "accuracy"
+
+  @property
+  def dev_splits(self) -> List[str]:
+    return [s for s in self.splits if s.startswith("dev")]
+
+  @property
+  def test_splits(self) -> List[str]:
+    return [s for s in self.splits if s.startswith("test")]
+
+
+_MNLI = ("contradiction", "entailment", "neutral")
+_NLI = ("entailment", "not_entailment")
+_BINARY = ("0", "1")
+
+
+def _pair(a, b, label):
+  """train.tsv and dev.tsv of a sentence-pair task."""
+  return dict(train=Split("train.tsv", a, b, label), dev=Split("dev.tsv", a, b, label))
+
+
+TASKS: Dict[str, GlueTask] = {t.name.lower(): t for t in (
+    GlueTask("CoLA", "CoLA", _BINARY, dict(
+        train=Split("train.tsv", 3, label=1, header=False, num_fields=4),
+        dev=Split("dev.tsv", 3, label=1, header=False, num_fields=4),
+        test=Split("test.tsv", 1, index=0)),
+        metrics=("accuracy", "matthews_corrcoef"), submission=dict(test="CoLA")),
+    GlueTask("MNLI", "MNLI", _MNLI, dict(
+        train=Split("train.tsv", 8, 9, -1),
+        dev=Split("dev_matched.tsv", 8, 9, -1),
+        dev_mismatched=Split("dev_mismatched.tsv", 8, 9, -1),
+        test=Split("test_matched.tsv", 8, 9, index=0),
+        test_mismatched=Split("test_mismatched.tsv", 8, 9, index=0)),
+        submission=dict(test="MNLI-m", test_mismatched="MNLI-mm")),
+    GlueTask("MRPC", "MRPC", _BINARY, dict(
+        **_pair(3, 4, 0), test=Split("test.tsv", 3, 4, index=0)),
+        metrics=("accuracy", "f1"), submission=dict(test="MRPC")),
+    GlueTask("QNLI", "QNLI", _NLI, dict(
+        **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="QNLI")),
+    GlueTask("QQP", "QQP", _BINARY, dict(
+        **_pair(3, 4, 5), test=Split("test.tsv", 1, 2, index=0)),
+        metrics=("accuracy", "f1"), submission=dict(test="QQP")),
+    GlueTask("RTE", "RTE", _NLI, dict(
+        **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="RTE")),
+    GlueTask("SST-2", "SST-2", _BINARY, dict(
+        train=Split("train.tsv", 0, label=1), dev=Split("dev.tsv", 0, label=1),
+        test=Split("test.tsv", 1, index=0)), submission=dict(test="SST-2")),
+    GlueTask("STS-B", "STS-B", None, dict(
+        **_pair(7, 8, -1), test=Split("test.tsv", 7, 8, index=0)),
+        metrics=("pearson", "spearman"), submission=dict(test="STS-B")),
+    GlueTask("WNLI", "WNLI", _BINARY, dict(
+        **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="WNLI")),
+    # The diagnostic set: test only, predicted with an MNLI model (MNLI's labels).
+    GlueTask("AX", "diagnostic", _MNLI, dict(test=Split("diagnostic.tsv", 1, 2, index=0)),
+             submission=dict(test="AX")),
+)}
+
+
+def get_task(name: str) -> GlueTask:
+  """The task named `name` (case-insensitive: mrpc, MRPC, sst-2, ...)."""
+  task = TASKS.get((name or "").lower())
+  if task is None:
+    raise ValueError(f"unknown --task_name={name!r}; known tasks: "
+                     + ", ".join(t.name for t in TASKS.values()))
+  return task
+
+
+@dataclasses.dataclass
+class InputExample:
+  guid: str            # "<split>-<line>" for labelled splits, the file's index for test
+  text_a: str
+  text_b: Optional[str]
+  label: Optional[str]  # None in test splits
+  line: int = 0        # 1-based line in the file, for error messages
+
+
+def task_dir(data_dir: str, task: GlueTask) -> str:
+  """`data_dir` itself, or its subdirectory named as in the GLUE download."""
+  inner = os.path.join(data_dir, task.directory)
+  return inner if os.path.isdir(inner) else data_dir
+
+
+def split_path(data_dir: str, task: GlueTask, split: str) -> str:
+  if split not in task.splits:
+    raise ValueError(f"{task.name} has no {split} split (it has: {', '.join(task.splits)})")
+  path = os.path.join(task_dir(data_dir, task), task.splits[split].filename)
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"{task.name} {split} file {path} not found (--data_dir={data_dir})")
+  return path
+
+
+def read_examples(data_dir: str, task: GlueTask, split: str,
+                  skip_malformed_rows: bool = False) -> List[InputExample]:
+  """Reads one split; errors (file:line) on rows with the wrong field count or an unknown label.
+
+  With `skip_malformed_rows`, rows with the wrong number of fields are
+  skipped with a warning instead (the original skipped QQP's few broken rows).
+  """
+  path = split_path(data_dir, task, split)
+  spec = task.splits[split]
+  examples, skipped = [], 0
+  with open(path, encoding="utf-8", newline="") as f:
+    rows = csv.reader(f, delimiter="\t", quotechar=None)
+    want = spec.num_fields
+    for line, row in enumerate(rows, start=1):
+      if spec.header and line == 1:
+        want = len(row)
+        needed = max(abs(c) for c in (spec.text_a, spec.text_b, spec.label, spec.index)
+                     if c is not None) + 1
+        if want < needed:
+          raise ValueError(f"{path}:1: the header has {want} columns; {task.name} {split} "
+                           f"files have at least {needed} (is this the right file?)")
+        continue
+      if len(row) != want:
+        if skip_malformed_rows:
+          skipped += 1
+          logging.warning("%s:%d: skipping a row with %d fields (expected %d)",
+                          path, line, len(row), want)
+          continue
+        raise ValueError(f"{path}:{line}: expected {want} tab-separated fields, found {len(row)}"
+                         + ("" if task.name != "QQP" else
+                            " (pass --skip_malformed_rows to skip such rows as the original did)"))
+      label = None
+      if spec.label is not None:
+        label = row[spec.label].strip()
+        _check_label(task, label, path, line)
+      guid = row[spec.index] if spec.index is not None else f"{split}-{line - 1}"
+      examples.append(InputExample(guid, row[spec.text_a],
+                                   row[spec.text_b] if spec.text_b is not None else None,
+                                   label, line))
+  if skipped:
+    print(f"Skipped {skipped} malformed rows of {path}")
+  if not examples:
+    raise ValueError(f"{path} holds no examples")
+  return examples
+
+
+def _check_label(task: GlueTask, label: str, path: str, line: int) -> None:
+  if task.is_regression:
+    try:
+      float(label)
+    except ValueError:
+      raise ValueError(f"{path}:{line}: {task.name} label {label!r} is not a number") from None
+  elif label not in task.labels:
+    raise ValueError(f"{path}:{line}: {task.name} label {label!r} is not one of "
+                     f"{', '.join(task.labels)}")
+
+
+def label_id(task: GlueTask, label: Optional[str]):
+  """Class index (int) or regression target (float); 0 for unlabelled test examples."""
+  if label is None:
+    return 0.0 if task.is_regression else 0
+  return float(label) if task.is_regression else task.labels.index(label)
+
+
+# ----------------------------------------------------------------------------- features
+
+def convert_examples(examples: Sequence[InputExample], task: GlueTask, tokenizer: FullTokenizer,
+                     max_seq_length: int, progress: bool = False) -> Iterator[Dict[str, list]]:
+  """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, pairs truncated by
+  `_truncate_seq_pair`. Yields dicts of input_ids, input_mask, segment_ids, label_ids."""
+  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+  for example in tqdm(examples, desc="features", unit="ex", disable=not progress, leave=False):
+    ids_a = tokenizer.encode(example.text_a)
+    ids_b = tokenizer.encode(example.text_b) if example.text_b is not None else None
+    packed = pack_inputs(ids_a, ids_b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id,
+                         tokenizer.pad_id)
+    yield dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
+               segment_ids=packed["input_type_ids"], label_ids=label_id(task, example.label))
+
+
+def _feature(values) -> tf.train.Feature:
+  if isinstance(values, float):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=[values]))
+  if isinstance(values, int):
+    values = [values]
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def write_features(features: Iterator[Dict[str, list]], path: str) -> int:
+  """Writes features as tf.train.Examples (the original feature names); atomic."""
+  tmp = path + ".tmp"
+  count = 0
+  with tf.io.TFRecordWriter(tmp) as writer:
+    for f in features:
+      example = tf.train.Example(features=tf.train.Features(
+          feature={k: _feature(v) for k, v in f.items()}))
+      writer.write(example.SerializeToString())
+      count += 1
+  os.replace(tmp, path)
+  return count
+
+
+def _fingerprint(*parts) -> str:
+  return hashlib.sha1("\0".join(str(p) for p in parts).encode()).hexdigest()[:10]
+
+
+def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTokenizer,
+                    max_seq_length: int, cached_dir: str, skip_malformed_rows: bool = False,
+                    progress: bool = True) -> Tuple[str, List[InputExample]]:
+  """TFRecord features of a split in `cached_dir`, built once per (file, vocabulary, length).
+
+  Returns (record path, examples). The file name carries a fingerprint of the
+  data file (path, size, mtime), the SentencePiece model and the settings,
+  so changed inputs never reuse stale features.
+  """
+  path = split_path(data_dir, task, split)
+  examples = read_examples(data_dir, task, split, skip_malformed_rows)
+  stat = os.stat(path)
+  with open(tokenizer.spm_model_file, "rb") as f:
+    spm_digest = hashlib.sha1(f.read()).hexdigest()
+  key = _fingerprint(os.path.abspath(path), stat.st_size, stat.st_mtime_ns, spm_digest,
+                     tokenizer.do_lower_case, max_seq_length, task.name, skip_malformed_rows)
+  os.makedirs(cached_dir, exist_ok=True)
+  record = os.path.join(cached_dir, f"{task.name.lower()}_{split}_{key}.tf_record")
+  if not os.path.exists(record):
+    n = write_features(convert_examples(examples, task, tokenizer, max_seq_length, progress),
+                       record)
+    logging.info("Wrote %d %s %s features to %s", n, task.name, split, record)
+  return record, examples
+
+
+def feature_spec(task: GlueTask, max_seq_length: int):
+  label = tf.io.FixedLenFeature([], tf.float32 if task.is_regression else tf.int64)
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  return dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
+
+
+def dataset(record: str, task: GlueTask, max_seq_length: int, batch_size: int,
+            is_training: bool, seed: int = 0) -> tf.data.Dataset:
+  """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and `label_ids`.
+
+  Training repeats and shuffles (seeded, so the iterator's position can be
+  checkpointed and resumed) and drops the last partial batch; evaluation
+  keeps the file's order and every example.
+  """
+  spec = feature_spec(task, max_seq_length)
+  ds = tf.data.TFRecordDataset(record)
+  if is_training:
+    ds = ds.repeat().shuffle(1000, seed=seed, reshuffle_each_iteration=True)
+  ds = ds.batch(batch_size, drop_remainder=is_training)
+
+  def parse(serialized):
+    f = tf.io.parse_example(serialized, spec)
+    labels = f["label_ids"] if task.is_regression else tf.cast(f["label_ids"], tf.int32)
+    return dict(input_word_ids=tf.cast(f["input_ids"], tf.int32),
+                input_mask=tf.cast(f["input_mask"], tf.int32),
+                input_type_ids=tf.cast(f["segment_ids"], tf.int32), label_ids=labels)
+
+  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+
+
+def majority_baseline(train: Sequence[InputExample], dev: Sequence[InputExample],
+                      task: GlueTask) -> Dict[str, float]:
+  """Dev metrics of always predicting the training set's most common label."""
+  from albert_tf import metrics  # pylint: disable=g-import-not-at-top
+  labels = [label_id(task, e.label) for e in dev]
+  if task.is_regression:
+    mean = float(np.mean([label_id(task, e.label) for e in train]))
+    return {"mse": float(np.mean((np.asarray(labels) - mean) ** 2))}
+  counts = np.bincount([label_id(task, e.label) for e in train], minlength=task.num_labels)
+  majority = int(np.argmax(counts))
+  return metrics.glue_metrics(task.metrics, labels, [majority] * len(labels))

@@ -1,0 +1,462 @@
+"""GLUE: readers on files in the real formats, metrics against scikit-learn and SciPy,
+fine-tuning from an original checkpoint and from a TF-Hub export, outputs, resume, errors."""
+
+import csv
+import os
+
+import numpy as np
+import pytest
+import scipy.stats
+import sklearn.metrics
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer, classifier, metrics, save_original_checkpoint
+from albert_tf import training
+from albert_tf.data import glue
+from albert_tf.export import export_from_sources
+
+# ----------------------------------------------------------------------------- readers
+
+# Rows as the GLUE download has them (header first; CoLA train/dev have none).
+MNLI_TRAIN_HEADER = ("index promptID pairID genre sentence1_binary_parse sentence2_binary_parse "
+                     "sentence1_parse sentence2_parse sentence1 sentence2 label1 gold_label").split()
+MNLI_DEV_HEADER = MNLI_TRAIN_HEADER[:-1] + ["label2", "label3", "label4", "label5", "gold_label"]
+FILES = {
+    "CoLA": {
+        "train.tsv": [["gj04", "1", "", "Our friends won't buy this analysis."],
+                      ["gj04", "0", "*", "They drank the pub."]],
+        "dev.tsv": [["gj04", "1", "", "The sailors rode the breeze clear of the rocks."]],
+        "test.tsv": [["index", "sentence"], ["0", "Bill whistled past the house."]],
+    },
+    "MNLI": {
+        "train.tsv": [MNLI_TRAIN_HEADER,
+                      ["0", "31193", "31193n", "government", "( ( A ) )", "( B )", "(ROOT A)",
+                       "(ROOT B)", "Conceptually cream skimming has two dimensions.",
+                       "Product and geography are what make cream skimming work.", "neutral",
+                       "neutral"]],
+        "dev_matched.tsv": [MNLI_DEV_HEADER,
+                            ["0", "63735", "63735n", "slate", "(a)", "(b)", "(A)", "(B)",
+                             "The new rights are nice enough", "Everyone really likes them.",
+                             "neutral", "entailment", "neutral", "neutral", "neutral", "neutral"]],
+        "dev_mismatched.tsv": [MNLI_DEV_HEADER,
+                               ["0", "75290", "75290c", "letters", "(a)", "(b)", "(A)", "(B)",
+                                "Your contribution helped.", "It did not help.", "contradiction",
+                                "contradiction", "contradiction", "contradiction",
+                                "contradiction", "contradiction"]],
+        "test_matched.tsv": [MNLI_TRAIN_HEADER[:10],
+                             ["0", "31", "31n", "fiction", "(a)", "(b)", "(A)", "(B)",
+                              "Hierbas, ans seco.", "Hierbas is a name."]],
+        "test_mismatched.tsv": [MNLI_TRAIN_HEADER[:10],
+                                ["0", "9", "9n", "verbatim", "(a)", "(b)", "(A)", "(B)",
+                                 "What a day.", "It was a day."]],
+    },
+    "MRPC": {
+        "train.tsv": [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                      ["1", "702876", "702977", "Amrozi accused his brother .",
+                       "Referring to him as only \" the witness \" , Amrozi accused his brother ."],
+                      ["0", "2108705", "2108831", "Yucaipa owned Dominick 's .",
+                       "Yucaipa bought Dominick 's in 1995 ."]],
+        "dev.tsv": [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                    ["1", "1355540", "1355592", "He said the foodservice pie business .",
+                     "The foodservice pie business does not fit ."]],
+        "test.tsv": [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                     ["0", "1089874", "1089925", "PCCW 's chief operating officer .",
+                      "Current Chief Operating Officer Mike Butcher ."]],
+    },
+    "QNLI": {
+        "train.tsv": [["index", "question", "sentence", "label"],
+                      ["0", "When did the third Digimon series begin?",
+                       "Unlike the two seasons before it, Frontier was darker.", "not_entailment"]],
+        "dev.tsv": [["index", "question", "sentence", "label"],
+                    ["0", "What came into force?", "The Constitution came into force.",
+                     "entailment"]],
+        "test.tsv": [["index", "question", "sentence"], ["0", "What is it?", "It is this."]],
+    },
+    "QQP": {
+        "train.tsv": [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+                      ["133273", "213221", "213222", "How is the life of a math student?",
+                       "Which level of prepration is enough?", "0"]],
+        "dev.tsv": [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+                    ["201359", "303345", "303346", "Why are African-Americans so beautiful?",
+                     "Why are hispanics so beautiful?", "0"]],
+        "test.tsv": [["id", "question1", "question2"],
+                     ["0", "Why do rockets look white?", "Why are rockets white?"]],
+    },
+    "RTE": {
+        "train.tsv": [["index", "sentence1", "sentence2", "label"],
+                      ["0", "No Weapons of Mass Destruction Found in Iraq Yet.",
+                       "Weapons of Mass Destruction Found in Iraq.", "not_entailment"]],
+        "dev.tsv": [["index", "sentence1", "sentence2", "label"],
+                    ["0", "Dana Reeve died.", "Christopher Reeve had an accident.",
+                     "not_entailment"]],
+        "test.tsv": [["index", "sentence1", "sentence2"], ["0", "Mangla was built.", "It is a dam."]],
+    },
+    "SST-2": {
+        "train.tsv": [["sentence", "label"], ["hide new secretions from the parental units ", "0"]],
+        "dev.tsv": [["sentence", "label"], ["it 's a charming and often affecting journey . ", "1"]],
+        "test.tsv": [["index", "sentence"], ["0", "uneasy mishmash of styles and genres ."]],
+    },
+    "STS-B": {
+        "train.tsv": [["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                       "sentence1", "sentence2", "score"],
+                      ["0", "main-captions", "MSRvid", "2012test", "0001", "none", "none",
+                       "A plane is taking off.", "An air plane is taking off.", "5.000"]],
+        "dev.tsv": [["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                     "sentence1", "sentence2", "score"],
+                    ["0", "main-captions", "MSRvid", "2012test", "0000", "none", "none",
+                     "A man with a hard hat is dancing.", "A man wearing a hard hat is dancing.",
+                     "4.750"]],
+        "test.tsv": [["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                      "sentence1", "sentence2"],
+                     ["0", "main-captions", "MSRvid", "2012test", "0024", "none", "none",
+                      "A girl is styling her hair.", "A girl is brushing her hair."]],
+    },
+    "WNLI": {
+        "train.tsv": [["index", "sentence1", "sentence2", "label"],
+                      ["0", "I stuck a pin through a carrot.", "The carrot had a hole.", "1"]],
+        "dev.tsv": [["index", "sentence1", "sentence2", "label"],
+                    ["0", "The drain is clogged with hair.", "The hair has to be cleaned.", "0"]],
+        "test.tsv": [["index", "sentence1", "sentence2"],
+                     ["0", "Maude and Dora had seen the trains.", "Dora had seen the trains."]],
+    },
+    "AX": {
+        "diagnostic.tsv": [["index", "sentence1", "sentence2"],
+                           ["0", "The cat sat on the mat.", "The cat did not sit on the mat."]],
+    },
+}
+# (split, guid, text_a, text_b, label) of the first example each reader must yield.
+EXPECTED = {
+    "CoLA": [("train", "train-0", "Our friends won't buy this analysis.", None, "1"),
+             ("dev", "dev-0", "The sailors rode the breeze clear of the rocks.", None, "1"),
+             ("test", "0", "Bill whistled past the house.", None, None)],
+    "MNLI": [("train", "train-1", "Conceptually cream skimming has two dimensions.",
+              "Product and geography are what make cream skimming work.", "neutral"),
+             ("dev", "dev-1", "The new rights are nice enough", "Everyone really likes them.",
+              "neutral"),
+             ("dev_mismatched", "dev_mismatched-1", "Your contribution helped.",
+              "It did not help.", "contradiction"),
+             ("test", "0", "Hierbas, ans seco.", "Hierbas is a name.", None),
+             ("test_mismatched", "0", "What a day.", "It was a day.", None)],
+    "MRPC": [("train", "train-1", "Amrozi accused his brother .",
+              "Referring to him as only \" the witness \" , Amrozi accused his brother .", "1"),
+             ("test", "0", "PCCW 's chief operating officer .",
+              "Current Chief Operating Officer Mike Butcher .", None)],
+    "QNLI": [("dev", "dev-1", "What came into force?", "The Constitution came into force.",
+              "entailment"), ("test", "0", "What is it?", "It is this.", None)],
+    "QQP": [("train", "train-1", "How is the life of a math student?",
+             "Which level of prepration is enough?", "0"),
+            ("test", "0", "Why do rockets look white?", "Why are rockets white?", None)],
+    "RTE": [("train", "train-1", "No Weapons of Mass Destruction Found in Iraq Yet.",
+             "Weapons of Mass Destruction Found in Iraq.", "not_entailment")],
+    "SST-2": [("train", "train-1", "hide new secretions from the parental units ", None, "0"),
+              ("test", "0", "uneasy mishmash of styles and genres .", None, None)],
+    "STS-B": [("train", "train-1", "A plane is taking off.", "An air plane is taking off.",
+               "5.000"),
+              ("test", "0", "A girl is styling her hair.", "A girl is brushing her hair.", None)],
+    "WNLI": [("dev", "dev-1", "The drain is clogged with hair.", "The hair has to be cleaned.",
+              "0")],
+    "AX": [("test", "0", "The cat sat on the mat.", "The cat did not sit on the mat.", None)],
+}
+
+
+def write_glue(root):
+  """Every task's files under `root/<task dir>/`, as the GLUE download lays them out."""
+  for name, files in FILES.items():
+    directory = os.path.join(root, glue.get_task(name).directory)
+    os.makedirs(directory, exist_ok=True)
+    for filename, rows in files.items():
+      with open(os.path.join(directory, filename), "w", encoding="utf-8") as f:
+        f.writelines("\t".join(row) + "\n" for row in rows)
+  return root
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_readers_on_the_real_formats(tmp_path, name):
+  root = write_glue(str(tmp_path))
+  task = glue.get_task(name.lower())  # names are case-insensitive
+  for split, guid, text_a, text_b, label in EXPECTED[name]:
+    # The GLUE root and the task's own directory both work as --data_dir.
+    for data_dir in (root, os.path.join(root, task.directory)):
+      first = glue.read_examples(data_dir, task, split)[0]
+      assert (first.guid, first.text_a, first.text_b, first.label) == (guid, text_a, text_b, label)
+  for split in task.splits:
+    assert glue.read_examples(root, task, split)
+  if not task.is_regression:
+    for split in [s for s in task.splits if not s.startswith("test")]:
+      for e in glue.read_examples(root, task, split):
+        assert glue.label_id(task, e.label) == task.labels.index(e.label)
+
+
+def test_task_table():
+  assert glue.get_task("sts-b").is_regression and glue.get_task("STS-B").num_labels == 1
+  assert glue.get_task("mnli").submission == dict(test="MNLI-m", test_mismatched="MNLI-mm")
+  assert glue.get_task("cola").best_metric == "matthews_corrcoef"
+  assert glue.get_task("sts-b").best_metric == "pearson"
+  assert glue.get_task("mrpc").best_metric == "accuracy"
+  with pytest.raises(ValueError, match="unknown --task_name='squad'; known tasks: CoLA, MNLI, "
+                     "MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI, AX"):
+    glue.get_task("squad")
+
+
+def test_reader_errors(tmp_path):
+  root = write_glue(str(tmp_path))
+  mrpc = glue.get_task("MRPC")
+  path = os.path.join(root, "MRPC", "train.tsv")
+  with open(path, "a") as f:
+    f.write("1\t1\t2\tonly four fields\n")
+  with pytest.raises(ValueError, match=f"{path}:4: expected 5 tab-separated fields, found 4"):
+    glue.read_examples(root, mrpc, "train")
+  with open(path, "w") as f:
+    f.write("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\nyes\t1\t2\ta\tb\n")
+  with pytest.raises(ValueError, match=f"{path}:2: MRPC label 'yes' is not one of 0, 1"):
+    glue.read_examples(root, mrpc, "train")
+  stsb = os.path.join(root, "STS-B", "dev.tsv")
+  with open(stsb, "a") as f:
+    f.write("\t".join(["1", "g", "f", "y", "o", "s1", "s2", "a", "b", "high"]) + "\n")
+  with pytest.raises(ValueError, match=f"{stsb}:3: STS-B label 'high' is not a number"):
+    glue.read_examples(root, glue.get_task("sts-b"), "dev")
+  os.remove(os.path.join(root, "RTE", "dev.tsv"))
+  with pytest.raises(FileNotFoundError, match="RTE dev file .*RTE/dev.tsv not found"):
+    glue.read_examples(root, glue.get_task("rte"), "dev")
+  qqp = os.path.join(root, "QQP", "train.tsv")
+  with open(qqp, "a") as f:
+    f.write("1\t2\t3\tbroken row\n")
+  with pytest.raises(ValueError, match="--skip_malformed_rows"):
+    glue.read_examples(root, glue.get_task("qqp"), "train")
+  assert len(glue.read_examples(root, glue.get_task("qqp"), "train", skip_malformed_rows=True)) == 1
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def test_metrics_match_sklearn_and_scipy():
+  rng = np.random.default_rng(0)
+  for trial in range(20):
+    n = int(rng.integers(5, 200))
+    labels, predictions = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    assert metrics.accuracy(labels, predictions) == pytest.approx(
+        sklearn.metrics.accuracy_score(labels, predictions), abs=1e-12)
+    assert metrics.f1(labels, predictions) == pytest.approx(
+        sklearn.metrics.f1_score(labels, predictions, zero_division=0), abs=1e-12)
+    assert metrics.matthews_corrcoef(labels, predictions) == pytest.approx(
+        sklearn.metrics.matthews_corrcoef(labels, predictions), abs=1e-12)
+    three, three_pred = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    assert metrics.matthews_corrcoef(three, three_pred) == pytest.approx(
+        sklearn.metrics.matthews_corrcoef(three, three_pred), abs=1e-12)
+    x = rng.normal(size=n)
+    y = x * rng.normal() + rng.normal(size=n)
+    ties = np.round(rng.uniform(0, 5, n) * 2) / 2  # STS-B-like scores with ties
+    assert metrics.pearson(x, y) == pytest.approx(scipy.stats.pearsonr(x, y)[0], abs=1e-12)
+    assert metrics.spearman(ties, y) == pytest.approx(scipy.stats.spearmanr(ties, y)[0], abs=1e-12)
+  assert metrics.matthews_corrcoef([1, 1, 1], [1, 1, 1]) == 0.0  # sklearn's convention
+  assert metrics.f1([0, 0], [0, 0]) == 0.0
+
+
+# ----------------------------------------------------------------------------- fine-tuning
+
+CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+           num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
+           max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+SEQ = 48
+
+
+def write_keyword_task(directory, seed=0, sizes=(("train", 600), ("dev", 200), ("test", 50))):
+  """A learnable MRPC-format task: pairs of pydoc sentences, positive when sentence 2
+  holds the word "indeed" (somewhere), negative when it holds "however"; 68% positive."""
+  from albert_tf.data import sample_corpus
+  rng = np.random.default_rng(seed)
+  sentences = [s.split() for doc in sample_corpus.pydoc_documents() for s in doc
+               if 4 <= len(s.split()) <= 8]
+  os.makedirs(directory, exist_ok=True)
+  for split, count in sizes:
+    with open(os.path.join(directory, f"{split}.tsv"), "w") as f:
+      f.write(("index" if split == "test" else "Quality") + "\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
+      for i in range(count):
+        a, b = (sentences[j] for j in rng.integers(len(sentences), size=2))
+        label = int(rng.random() < 0.68)
+        b = list(b)
+        b.insert(int(rng.integers(len(b) + 1)), "indeed" if label else "however")
+        first = str(i) if split == "test" else str(label)
+        f.write(f"{first}\t{2 * i}\t{2 * i + 1}\t{' '.join(a)}\t{' '.join(b)}\n")
+  return directory
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory, spm_model):
+  root = tmp_path_factory.mktemp("glue_model")
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "original" / "model.ckpt-best"))
+  hub = export_from_sources(str(root / "hub"), albert_config_file=str(root / "albert_config.json"),
+                            init_checkpoint=init, spm_model_file=spm_model)["encoder"]
+  data = write_keyword_task(str(root / "MRPC"))
+  return dict(config=str(root / "albert_config.json"), init=init, hub=hub, spm=spm_model,
+              data=data, root=root)
+
+
+def options(files, output_dir, **kwargs):
+  base = dict(data_dir=files["data"], output_dir=str(output_dir), task_name="MRPC",
+              albert_config_file=files["config"], init_checkpoint=files["init"],
+              spm_model_file=files["spm"], max_seq_length=SEQ, train_batch_size=16,
+              eval_batch_size=32, predict_batch_size=32, learning_rate=2e-3, train_step=240,
+              warmup_step=24, save_checkpoints_steps=80, keep_checkpoint_max=2, log_steps=10,
+              progress=False, do_train=True, do_eval=True, do_predict=True)
+  base.update(kwargs)
+  return classifier.ClassifierOptions(**base)
+
+
+def read_results(output_dir):
+  with open(os.path.join(output_dir, "eval_results.txt")) as f:
+    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["original_checkpoint", "tf_hub"])
+def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, source):
+  out = tmp_path / source
+  extra = dict(albert_config_file=None, init_checkpoint=None, spm_model_file="from_tf_hub",
+               albert_hub_module_handle=model_files["hub"]) if source == "tf_hub" else {}
+  result = classifier.run(options(model_files, out, export_dir=str(out / "serving"), **extra))
+  evaluation = result["eval"]
+  print(source, evaluation)
+  assert evaluation["majority_baseline_accuracy"] < 0.75
+  assert evaluation["accuracy"] >= 0.95 and evaluation["f1"] >= 0.95
+  assert evaluation == pytest.approx(read_results(out))
+  files = set(os.listdir(out))
+  for name in ("model.ckpt-best.index", "best_trial.txt", "eval_results.txt", "eval_log.csv",
+               "train_log.csv", "learning_curve.png", "MRPC.tsv", "run_config.json", "train",
+               "eval", "serving"):
+    assert name in files, name
+  # Pruned to keep_checkpoint_max recent checkpoints (model.ckpt-best apart).
+  assert sorted(f for f in files if f.startswith("model.ckpt-") and f.endswith(".index")
+                and "best" not in f) == ["model.ckpt-160.index", "model.ckpt-240.index"]
+  with open(out / "eval_log.csv") as f:
+    assert [int(r["step"]) for r in csv.DictReader(f)] == [80, 160, 240]
+  with open(out / "MRPC.tsv") as f:
+    rows = list(csv.reader(f, delimiter="\t"))
+  assert rows[0] == ["index", "prediction"] and len(rows) == 51
+  assert [r[0] for r in rows[1:]] == [str(i) for i in range(50)]
+  assert {r[1] for r in rows[1:]} <= {"0", "1"}
+
+  # The serving SavedModel: raw sentences in, the classifier's probabilities out.
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  serving = tf.saved_model.load(str(out / "serving"))
+  examples = glue.read_examples(model_files["data"], glue.get_task("mrpc"), "test")[:8]
+  served = serving.signatures["serving_default"](
+      sentence1=tf.constant([e.text_a for e in examples]),
+      sentence2=tf.constant([e.text_b for e in examples]))
+  run = classifier.GlueRun(options(model_files, out, do_train=False, do_eval=False, **extra))
+  model = run.build_model()
+  run._restore_for_inference(model)  # pylint: disable=protected-access
+  features = list(glue.convert_examples(examples, run.task, run.source.tokenizer, SEQ))
+  logits = model({k: tf.constant([f[src] for f in features]) for k, src in (
+      ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
+      ("input_type_ids", "segment_ids"))}, training=False)
+  np.testing.assert_allclose(served["probabilities"].numpy(), tf.nn.softmax(logits).numpy(),
+                             atol=1e-5)
+  submitted = [r[1] for r in rows[1:9]]
+  assert [s.decode() for s in served["labels"].numpy()] == submitted
+
+
+@pytest.mark.slow
+def test_resume_after_a_crash_gives_the_uninterrupted_weights(model_files, tmp_path, monkeypatch):
+  common = dict(train_step=60, save_checkpoints_steps=20, dropout_prob=0.0, do_eval=False,
+                do_predict=False)
+  classifier.run(options(model_files, tmp_path / "straight", **common))
+  original, calls = training.distribute_global_batch, []
+
+  def crashing(*args):
+    calls.append(1)
+    if len(calls) == 30:
+      raise RuntimeError("simulated crash")
+    return original(*args)
+
+  with monkeypatch.context() as m:
+    m.setattr(training, "distribute_global_batch", crashing)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+      classifier.run(options(model_files, tmp_path / "crashed", **common))
+  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("model.ckpt-20")
+  classifier.run(options(model_files, tmp_path / "crashed", **common))
+  for name in ("model.ckpt-60", "model.ckpt-best"):
+    a = tf.train.load_checkpoint(str(tmp_path / "straight" / name))
+    b = tf.train.load_checkpoint(str(tmp_path / "crashed" / name))
+    for key in a.get_variable_to_shape_map():
+      if key.startswith(("encoder", "classifier")):
+        np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)
+  with open(tmp_path / "crashed" / "eval_log.csv") as f:
+    assert [int(r["step"]) for r in csv.DictReader(f)] == [20, 40, 60]
+
+
+def test_mirrored_strategy_matches_one_device(model_files, tmp_path):
+  common = dict(train_step=4, save_checkpoints_steps=4, do_eval=False, do_predict=False,
+                dropout_prob=0.0, log_steps=1)
+  classifier.run(options(model_files, tmp_path / "one", **common))
+  classifier.run(options(model_files, tmp_path / "two", distribution_strategy="mirrored", **common))
+  logs = []
+  for name in ("one", "two"):
+    with open(tmp_path / name / "train_log.csv") as f:
+      logs.append([float(r["loss"]) for r in csv.DictReader(f)])
+  np.testing.assert_allclose(logs[0], logs[1], atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+def test_bad_inputs_fail_before_training(model_files, tmp_path, spm_model):
+  run = lambda **kw: classifier.run(options(model_files, tmp_path / "out", **kw))
+  with pytest.raises(ValueError, match="unknown --task_name='mrcp'; known tasks: CoLA"):
+    run(task_name="mrcp")
+  with pytest.raises(FileNotFoundError, match="MRPC train file .*nowhere/train.tsv not found"):
+    run(data_dir=str(tmp_path / "nowhere"))
+  with pytest.raises(ValueError, match="--max_seq_length=65 exceeds the model's "
+                     "max_position_embeddings=64"):
+    run(max_seq_length=65)
+  other = AlbertConfig.from_dict(dict(CFG, vocab_size=1000))
+  other.to_json_file(str(tmp_path / "other.json"))
+  with pytest.raises(ValueError, match="has 1500 pieces but the model's vocab_size is 1000"):
+    run(albert_config_file=str(tmp_path / "other.json"), init_checkpoint=None)
+  with pytest.raises(FileNotFoundError, match="--init_checkpoint=.*missing"):
+    run(init_checkpoint=str(tmp_path / "missing"))
+  with pytest.raises(ValueError, match="from_tf_hub needs --albert_hub_module_handle"):
+    run(spm_model_file="from_tf_hub")
+  with pytest.raises(ValueError, match="AX has no training data"):
+    run(task_name="ax")
+  bad = write_keyword_task(str(tmp_path / "bad"), sizes=(("train", 5), ("dev", 5), ("test", 5)))
+  with open(os.path.join(bad, "dev.tsv"), "a") as f:
+    f.write("1\tonly\tthree\n")
+  with pytest.raises(ValueError, match=r"bad/dev.tsv:7: expected 5 tab-separated fields, found 3"):
+    run(data_dir=bad)
+  assert not os.path.exists(tmp_path / "out")  # nothing was created for failed runs
+
+  # A directory holding something else, or another run, is never reused.
+  os.makedirs(tmp_path / "mine")
+  (tmp_path / "mine" / "notes.txt").write_text("keep me")
+  with pytest.raises(ValueError, match="exists and is not empty"):
+    classifier.run(options(model_files, tmp_path / "mine", train_step=2))
+  assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+  classifier.run(options(model_files, tmp_path / "done", train_step=2, save_checkpoints_steps=2,
+                         do_eval=False, do_predict=False))
+  with pytest.raises(ValueError, match="holds another run .*differs in: max_seq_length"):
+    classifier.run(options(model_files, tmp_path / "done", train_step=2, max_seq_length=32))
+
+
+@pytest.mark.slow
+def test_run_glue_sh_runs_the_tasks_and_prints_one_table(model_files, tmp_path):
+  import shutil
+  import subprocess
+  import sys
+  root = write_glue(str(tmp_path / "glue_data"))
+  albert_dir = tmp_path / "albert"
+  albert_dir.mkdir()
+  shutil.copy(model_files["config"], albert_dir / "albert_config.json")
+  shutil.copy(model_files["spm"], albert_dir / "30k-clean.model")
+  env = dict(os.environ, GLUE_DIR=root, OUTPUT_DIR=str(tmp_path / "out"), ALBERT_DIR=str(albert_dir),
+             INIT_CHECKPOINT=model_files["init"], TASKS="MRPC STS-B", MAX_SEQ_LENGTH="32",
+             PYTHON=sys.executable,
+             EXTRA_FLAGS="--train_step=2 --save_checkpoints_steps=2 --warmup_step=0 --nodo_predict")
+  script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "run_glue.sh")
+  done = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  table = [line for line in done.stdout.splitlines() if line.startswith("|")]
+  assert table[0] == "| task | accuracy | f1 | pearson | spearman | loss | global_step |"
+  assert table[2].startswith("| MRPC | ") and table[2].endswith(" | 2 |")
+  assert table[3].startswith("| STS-B |  |  | ")
+  for task in ("MRPC", "STS-B"):
+    assert os.path.exists(tmp_path / "out" / task / "model.ckpt-best.index")
