@@ -1,111 +1,163 @@
-"""`make demo`: what albert_tf can do so far, end to end, on random weights.
+"""`make demo`: the whole ALBERT pipeline on Python's own documentation, no download.
 
-Builds the released ALBERT sizes, writes an ALBERT-base pretrainer in the
-original TF1 checkpoint names, reads it back into a fresh model, checks the
-outputs are identical, trains a SentencePiece vocabulary on the pydoc topics
-and tokenizes with it in Python and in-graph, and times float32 against
-bfloat16 inference. (The full pipeline: pretraining, TF-Hub export and MRPC
-fine-tuning, replaces this as those issues land.)
+1. a SentencePiece vocabulary trained on the stdlib `pydoc_data` topics (create_vocab.py)
+2. SOP + n-gram-masking pretraining data from the same text (create_pretraining_data.py)
+3. a small ALBERT pretrained for a few minutes (run_pretraining.py)
+4. TF-Hub SavedModels of its encoder and preprocessor (hub_export/export.py)
+5. an MRPC-format paraphrase task generated from that text, fine-tuned from the
+   SavedModel with run_classifier.py --albert_hub_module_handle=... --spm_model_file=from_tf_hub
+6. dev accuracy and F1 next to the majority-class baseline, and where everything went.
+
+Each step runs the real command line (printed, so you can rerun it); `--quick`
+shrinks every step for a smoke run.
 """
 
 import datetime
+import json
 import os
+import shlex
+import subprocess
+import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 from absl import app, flags
-import numpy as np
-import tensorflow as tf
-import tf_keras as keras
 
-import albert_tf
-from albert_tf import preprocessing, tokenization, vocab
-from albert_tf.data import sample_corpus
-
+ROOT = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
+flags.DEFINE_bool("quick", False, "A much shorter run (smoke test), not meant to learn much.")
 FLAGS = flags.FLAGS
 
-
-def _inputs(config, batch=2, seq=32, seed=0):
-  """Random ids; the second example is padded after half its length."""
-  rng = np.random.default_rng(seed)
-  ids = rng.integers(5, config.vocab_size, (batch, seq)).astype(np.int32)
-  mask = np.ones((batch, seq), np.int32)
-  mask[1, seq // 2:] = 0
-  types = np.zeros((batch, seq), np.int32)
-  types[:, seq // 4:] = 1
-  positions = np.tile(np.array([[3, 7]], np.int32), (batch, 1))
-  return dict(input_word_ids=ids * mask, input_mask=mask, input_type_ids=types * mask,
-              masked_lm_positions=positions)
+# A small ALBERT: factorized embeddings (E=64 < H=128), one shared block applied 4 times.
+MODEL = dict(vocab_size=2000, embedding_size=64, hidden_size=128, num_hidden_layers=4,
+             num_hidden_groups=1, inner_group_num=1, num_attention_heads=4,
+             intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.0,
+             attention_probs_dropout_prob=0.0, max_position_embeddings=128,
+             type_vocab_size=2, initializer_range=0.02)
+SEQ = 64  # short sequences keep the whole demo within minutes on 2 CPU cores
 
 
-def main(_):
-  out_dir = FLAGS.output_dir or os.path.join(
-      "demo_output", "run-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-  if os.path.exists(out_dir) and os.listdir(out_dir):
-    raise SystemExit(f"--output_dir {out_dir} exists and is not empty; choose another")
-  os.makedirs(out_dir, exist_ok=True)
+def _run(step: str, script: str, **flag_values) -> float:
+  """Runs `python script --flag=value ...`, printing the command; returns the seconds taken."""
+  cmd = [sys.executable, os.path.join(ROOT, script), "--verbosity=-1"]  # warnings and up
+  for name, value in flag_values.items():
+    if isinstance(value, bool):
+      cmd.append(f"--{name}" if value else f"--no{name}")
+    else:
+      cmd.append(f"--{name}={value}")
+  shown = [c for c in cmd[1:] if c != "--verbosity=-1"]
+  print(f"\n== {step}\n$ python {' '.join(shlex.quote(os.path.relpath(c, ROOT)) if i == 0 else shlex.quote(c) for i, c in enumerate(shown))}", flush=True)
+  started = time.time()
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+  subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+  return time.time() - started
 
-  print("1. The released ALBERT sizes (encoder parameters, vocabulary 30000):")
-  for preset in ("base", "large", "xlarge", "xxlarge"):
-    encoder = albert_tf.AlbertEncoder(preset)
-    print(f"   {preset:8s} {encoder.count_params():>12,d}")
-    del encoder
-  keras.backend.clear_session()
 
-  config = albert_tf.AlbertConfig.from_preset("base")
-  print("\n2. ALBERT-base pretrainer (random weights) saved in the original TF1 names:")
-  model = albert_tf.AlbertPretrainer(config)
-  prefix = albert_tf.save_original_checkpoint(model, os.path.join(out_dir, "model.ckpt-best"))
-  config.to_json_file(os.path.join(out_dir, "albert_config.json"))
-  names = sorted(tf.train.load_checkpoint(prefix).get_variable_to_shape_map())
-  print(f"   {prefix} ({len(names)} variables), e.g.")
-  for name in names[:2] + [n for n in names if "inner_group_0/attention_1/self/query" in n]:
-    print(f"     {name}")
+def _results(path: str) -> dict:
+  values = {}
+  with open(path) as f:
+    for line in f:
+      key, _, value = line.partition(" = ")
+      values[key.strip()] = float(value)
+  return values
 
-  print("\n3. Read back into a fresh model:")
-  fresh = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_json_file(
-      os.path.join(out_dir, "albert_config.json")))
-  report = albert_tf.load_original_checkpoint(fresh, prefix)
-  inputs = _inputs(config)
-  a, b = model(inputs), fresh(inputs)
-  for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
-    diff = float(np.abs(a[key].numpy() - b[key].numpy()).max())
-    print(f"   {key:16s} shape {str(a[key].shape):16s} max |difference| {diff:.1e}")
-  print(f"   restored {len(report.loaded)} variables; "
-        f"SOP probabilities {tf.nn.softmax(b['sop_logits'])[0].numpy().round(3)}")
 
-  print("\n4. A SentencePiece vocabulary trained on Python's own documentation (pydoc topics):")
-  corpus = sample_corpus.write_pydoc_corpus(os.path.join(out_dir, "pydoc_corpus.txt"))
-  spm_model = vocab.train_vocab(corpus, os.path.join(out_dir, "pydoc-3k"), vocab_size=3000)
-  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
-  in_graph = preprocessing.AlbertTokenizer(spm_model)
-  packer = preprocessing.AlbertPacker(24, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-  text, second = "Naïve  ``déjà vu'': 1,000,000 Iterators!", "The yield statement."
-  print(f"   {spm_model} ({tokenizer.vocab_size} pieces)")
-  print(f"   {text!r} ->\n     {tokenizer.tokenize(text)}")
-  packed = packer([in_graph(tf.constant([text])), in_graph(tf.constant([second]))])
-  python = albert_tf.packing.pack_inputs(tokenizer.encode(text), tokenizer.encode(second), 24,
-                                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-  print(f"   packed in-graph with {second!r}:\n     {packed['input_word_ids'][0].numpy().tolist()}")
-  print(f"   same ids as the Python tokenizer and packer: "
-        f"{all(packed[k][0].numpy().tolist() == python[k] for k in python)}")
+def main(argv):
+  del argv
+  out = os.path.abspath(FLAGS.output_dir or os.path.join(
+      ROOT, "demo_output", "run-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
+  if os.path.exists(out) and os.listdir(out):
+    raise app.UsageError(f"--output_dir {out} exists and is not empty; choose another")
+  os.makedirs(out, exist_ok=True)
+  quick = FLAGS.quick
+  started = time.time()
+  timings = {}
+  sys.path.insert(0, ROOT)
+  from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
 
-  print("\n5. Inference speed, batch 8 x 128 tokens (examples/s):")
-  batch = _inputs(config, batch=8, seq=128)
-  batch.pop("masked_lm_positions")
-  for policy in ("float32", "mixed_bfloat16"):
-    keras.mixed_precision.set_global_policy(policy)
-    encoder = albert_tf.AlbertEncoder(config)
-    run = tf.function(lambda x: encoder(x)["pooled_output"])
-    run(batch).numpy()
-    start = time.perf_counter()
-    for _ in range(3):
-      run(batch).numpy()
-    print(f"   {policy:15s} {3 * 8 / (time.perf_counter() - start):6.2f}")
-  keras.mixed_precision.set_global_policy("float32")
-  print(f"\nEverything written is in {out_dir}/")
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(out, "pydoc_corpus.txt"))
+  print(f"Corpus: the pydoc topics of Python {sys.version.split()[0]}, "
+        f"{os.path.getsize(corpus) / 1e6:.1f} MB -> {corpus}")
+  spm_prefix = os.path.join(out, "vocab", "pydoc-2k")
+  os.makedirs(os.path.dirname(spm_prefix))
+  timings["vocabulary"] = _run("1. SentencePiece vocabulary", "create_vocab.py",
+                               input_file=corpus, model_prefix=spm_prefix,
+                               vocab_size=MODEL["vocab_size"])
+  spm_model = spm_prefix + ".model"
+
+  data = os.path.join(out, "pretraining_data")
+  os.makedirs(data)
+  shards = ",".join(os.path.join(data, f"pydoc-{i}.tfrecord") for i in range(2))
+  timings["pretraining data"] = _run(
+      "2. Pretraining data (sentence-order pairs, n-gram masking)", "create_pretraining_data.py",
+      input_file=corpus, output_file=shards, spm_model_file=spm_model, max_seq_length=SEQ,
+      max_predictions_per_seq=20, dupe_factor=1 if quick else 4, num_workers=2)
+
+  config_file = os.path.join(out, "albert_config.json")
+  with open(config_file, "w") as f:
+    json.dump(MODEL, f, indent=2)
+  pretrain_dir = os.path.join(out, "pretraining")
+  pretrain_steps = 20 if quick else 700
+  timings["pretraining"] = _run(
+      "3. Pretraining (masked LM + sentence order, bfloat16)", "run_pretraining.py",
+      input_file=os.path.join(data, "pydoc-*.tfrecord"), output_dir=pretrain_dir,
+      albert_config_file=config_file, do_train=True, do_eval=True, train_batch_size=32,
+      eval_batch_size=32, max_seq_length=SEQ, max_predictions_per_seq=20, optimizer="lamb",
+      learning_rate=2e-3, num_train_steps=pretrain_steps, num_warmup_steps=pretrain_steps // 10,
+      save_checkpoints_steps=max(pretrain_steps // 4, 1), max_eval_steps=20, dtype="bfloat16",
+      log_steps=max(pretrain_steps // 50, 1))
+
+  hub_dir = os.path.join(out, "hub")
+  timings["TF-Hub export"] = _run(
+      "4. TF-Hub SavedModels (encoder with .mlm/.sop, preprocessor)", "hub_export/export.py",
+      albert_config_file=config_file,
+      init_checkpoint=os.path.join(pretrain_dir, f"model.ckpt-{pretrain_steps}"),
+      spm_model_file=spm_model, export_path=os.path.join(hub_dir, "albert_encoder"),
+      export_preprocessing_path=os.path.join(hub_dir, "albert_preprocess"),
+      default_seq_length=SEQ)
+
+  glue_dir = os.path.join(out, "glue_data", "MRPC")
+  sample_corpus.write_paraphrase_task(glue_dir, num_train=300 if quick else 3000,
+                                      num_dev=100 if quick else 400, num_test=100 if quick else 400)
+  print(f"\nMRPC-format paraphrase task (train.tsv, dev.tsv, test.tsv as GLUE has them): {glue_dir}")
+  mrpc_dir = os.path.join(out, "mrpc")
+  train_step = 10 if quick else 300
+  timings["fine-tuning"] = _run(
+      "5. Fine-tuning on MRPC from the TF-Hub SavedModel", "run_classifier.py",
+      task_name="MRPC", data_dir=glue_dir, output_dir=mrpc_dir,
+      albert_hub_module_handle=os.path.join(hub_dir, "albert_encoder"),
+      spm_model_file="from_tf_hub", max_seq_length=SEQ, do_train=True, do_eval=True,
+      do_predict=True, train_batch_size=32, eval_batch_size=64, predict_batch_size=64,
+      learning_rate=2e-4, train_step=train_step, warmup_step=train_step // 10,
+      save_checkpoints_steps=max(train_step // 5, 1), optimizer="adamw",
+      export_dir=os.path.join(mrpc_dir, "serving"), log_steps=max(train_step // 60, 1))
+
+  pre = _results(os.path.join(pretrain_dir, "eval_results.txt"))
+  mrpc = _results(os.path.join(mrpc_dir, "eval_results.txt"))
+  print("\n== 6. Results")
+  print(f"Pretraining ({pretrain_steps} steps of 32 x {SEQ} tokens), on its training data as the "
+        "original evaluates:")
+  print(f"  masked-LM accuracy        {pre['masked_lm_accuracy']:.3f}")
+  print(f"  sentence-order accuracy   {pre['sentence_order_accuracy']:.3f}")
+  print(f"MRPC-format dev set (best of {train_step} fine-tuning steps, at step "
+        f"{int(mrpc['global_step'])}):")
+  print("                      accuracy    F1")
+  print(f"  fine-tuned ALBERT      {mrpc['accuracy']:.3f}   {mrpc['f1']:.3f}")
+  print(f"  majority class         {mrpc['majority_baseline_accuracy']:.3f}   "
+        f"{mrpc['majority_baseline_f1']:.3f}")
+  print("\nWhere everything went:")
+  for what, path in (
+      ("vocabulary", spm_model), ("pretraining data", data),
+      ("pretraining run (TensorBoard, checkpoints)", pretrain_dir),
+      ("pretraining learning curve", os.path.join(pretrain_dir, "learning_curve.png")),
+      ("TF-Hub encoder / preprocessor", hub_dir),
+      ("MRPC run (model.ckpt-best, eval_results.txt)", mrpc_dir),
+      ("MRPC learning curve", os.path.join(mrpc_dir, "learning_curve.png")),
+      ("GLUE submission file", os.path.join(mrpc_dir, "MRPC.tsv")),
+      ("serving SavedModel (raw sentences in)", os.path.join(mrpc_dir, "serving"))):
+    print(f"  {what:46s} {path}")
+  print(f"  TensorBoard: tensorboard --logdir {out}")
+  print("\nTimings: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
+        + f"; total {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":
