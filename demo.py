@@ -22,6 +22,7 @@ import time
 
 from absl import app, flags
 
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # before TensorFlow is imported (by albert_tf)
 ROOT = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
 flags.DEFINE_bool("quick", False, "A much shorter run (smoke test), not meant to learn much.")
@@ -47,7 +48,8 @@ def _run(step: str, script: str, **flag_values) -> float:
   shown = [c for c in cmd[1:] if c != "--verbosity=-1"]
   print(f"\n== {step}\n$ python {' '.join(shlex.quote(os.path.relpath(c, ROOT)) if i == 0 else shlex.quote(c) for i, c in enumerate(shown))}", flush=True)
   started = time.time()
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+  # Level 3 also hides the harmless "failed call to cuInit" line on machines without a GPU.
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
   subprocess.run(cmd, check=True, env=env, cwd=ROOT)
   return time.time() - started
 

@@ -460,3 +460,35 @@ def test_run_glue_sh_runs_the_tasks_and_prints_one_table(model_files, tmp_path):
   assert table[3].startswith("| STS-B |  |  | ")
   for task in ("MRPC", "STS-B"):
     assert os.path.exists(tmp_path / "out" / task / "model.ckpt-best.index")
+
+
+@pytest.mark.slow
+def test_mnli_writes_both_submissions_and_ax_is_predicted_with_its_model(model_files, tmp_path):
+  root = write_glue(str(tmp_path / "glue_data"))
+  common = dict(data_dir=root, max_seq_length=32, train_step=2, save_checkpoints_steps=2,
+                warmup_step=0, train_batch_size=1, eval_batch_size=1, predict_batch_size=1)
+  result = classifier.run(options(model_files, tmp_path / "MNLI", task_name="mnli", **common))
+  assert {"accuracy", "loss", "mismatched_accuracy", "mismatched_loss"} <= set(result["eval"])
+  for name in ("MNLI-m.tsv", "MNLI-mm.tsv"):
+    with open(tmp_path / "MNLI" / name) as f:
+      rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == ["index", "prediction"] and rows[1][1] in glue.get_task("mnli").labels
+  best = str(tmp_path / "MNLI" / "model.ckpt-best")
+  classifier.run(options(model_files, tmp_path / "AX", task_name="AX", init_checkpoint=best,
+                         do_train=False, do_eval=False, **common))
+  with open(tmp_path / "AX" / "AX.tsv") as f:
+    rows = list(csv.reader(f, delimiter="\t"))
+  assert rows[1][1] in ("contradiction", "entailment", "neutral")
+  # The AX model is the MNLI model, head included: the same logits on the same pair.
+  ax = classifier.GlueRun(options(model_files, tmp_path / "AX", task_name="AX",
+                                  init_checkpoint=best, do_train=False, do_eval=False, **common))
+  mnli = classifier.GlueRun(options(model_files, tmp_path / "MNLI", task_name="mnli",
+                                    do_train=False, do_eval=False, **common))
+  models = []
+  for run in (ax, mnli):
+    model = run.build_model()
+    run._restore_for_inference(model)  # pylint: disable=protected-access
+    models.append(model)
+  inputs = dict(input_word_ids=tf.constant([[2, 10, 11, 3, 12, 3]]),
+                input_mask=tf.ones([1, 6], tf.int32), input_type_ids=tf.constant([[0, 0, 0, 0, 1, 1]]))
+  np.testing.assert_allclose(models[0](inputs).numpy(), models[1](inputs).numpy(), atol=1e-6)
