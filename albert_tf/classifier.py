@@ -87,8 +87,8 @@ class GlueRun:
     self.splits = (["train"] if opts.do_train else []) \
         + (self.task.dev_splits if (opts.do_train or opts.do_eval) else []) \
         + (self.task.test_splits if opts.do_predict else [])
-    for split in self.splits:
-      glue.read_examples(opts.data_dir, self.task, split, opts.skip_malformed_rows)
+    examples = {split: glue.read_examples(opts.data_dir, self.task, split, opts.skip_malformed_rows)
+                for split in self.splits}
     self.source: ModelSource = resolve_model_source(
         opts.albert_config_file, opts.albert_hub_module_handle, opts.init_checkpoint,
         opts.spm_model_file, opts.do_lower_case, opts.max_seq_length)
@@ -103,7 +103,8 @@ class GlueRun:
     self.cached_dir = opts.cached_dir or opts.output_dir
     self.features = {split: glue.cached_features(
         opts.data_dir, self.task, split, self.source.tokenizer, opts.max_seq_length,
-        self.cached_dir, opts.skip_malformed_rows, opts.progress) for split in self.splits}
+        self.cached_dir, opts.skip_malformed_rows, opts.progress, examples[split])
+        for split in self.splits}
     self._predict = {}
 
   # -- model

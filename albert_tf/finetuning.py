@@ -14,7 +14,7 @@ import tensorflow as tf
 from albert_tf.checkpoints import load_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
-from albert_tf.export import FROM_TF_HUB, config_from_hub, spm_model_from_hub
+from albert_tf.export import FROM_TF_HUB, config_from_hub, load_saved_model, spm_model_from_hub
 from albert_tf.tokenization import FullTokenizer
 
 
@@ -58,7 +58,8 @@ def resolve_model_source(albert_config_file: Optional[str], albert_hub_module_ha
     if not os.path.isdir(albert_hub_module_handle):
       raise FileNotFoundError(f"--albert_hub_module_handle={albert_hub_module_handle} is not a "
                               "directory (a SavedModel written by hub_export/export.py)")
-    config = config_from_hub(albert_hub_module_handle)
+    hub_module = load_saved_model(albert_hub_module_handle)  # read once for config and vocabulary
+    config = config_from_hub(hub_module)
     if albert_config_file:
       logging.warning("--albert_config_file is ignored: the config comes from the SavedModel")
   elif albert_config_file:
@@ -76,7 +77,7 @@ def resolve_model_source(albert_config_file: Optional[str], albert_hub_module_ha
   if spm_model_file == FROM_TF_HUB:
     if not albert_hub_module_handle:
       raise ValueError("--spm_model_file=from_tf_hub needs --albert_hub_module_handle")
-    spm_model_file, do_lower_case = spm_model_from_hub(albert_hub_module_handle)
+    spm_model_file, do_lower_case = spm_model_from_hub(hub_module)
   elif not os.path.exists(spm_model_file):
     raise FileNotFoundError(f"--spm_model_file={spm_model_file} not found")
   tokenizer = FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)

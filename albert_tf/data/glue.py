@@ -261,15 +261,18 @@ def _fingerprint(*parts) -> str:
 
 def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTokenizer,
                     max_seq_length: int, cached_dir: str, skip_malformed_rows: bool = False,
-                    progress: bool = True) -> Tuple[str, List[InputExample]]:
+                    progress: bool = True,
+                    examples: Optional[List[InputExample]] = None) -> Tuple[str, List[InputExample]]:
   """TFRecord features of a split in `cached_dir`, built once per (file, vocabulary, length).
 
-  Returns (record path, examples). The file name carries a fingerprint of the
-  data file (path, size, mtime), the SentencePiece model and the settings,
-  so changed inputs never reuse stale features.
+  Returns (record path, examples); `examples` already read are not read again.
+  The file name carries a fingerprint of the data file (path, size, mtime),
+  the SentencePiece model and the settings, so changed inputs never reuse
+  stale features.
   """
   path = split_path(data_dir, task, split)
-  examples = read_examples(data_dir, task, split, skip_malformed_rows)
+  if examples is None:
+    examples = read_examples(data_dir, task, split, skip_malformed_rows)
   stat = os.stat(path)
   with open(tokenizer.spm_model_file, "rb") as f:
     spm_digest = hashlib.sha1(f.read()).hexdigest()
