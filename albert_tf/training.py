@@ -283,19 +283,20 @@ class Finetuner:
       return
     result = self.evaluate_fn(self.model)
     previous = self.best()
+    value = result[self.best_metric]
+    improved = previous is None or value > previous[1]
     if self.is_chief:
+      # The best checkpoint first, the log line last: a crash in between makes the
+      # rerun evaluate this step again rather than trust a best it never wrote.
+      if improved:
+        write_checkpoint(self.model.checkpoint_items,
+                         os.path.join(self.opts.output_dir, BEST_PREFIX))
+        with open(os.path.join(self.opts.output_dir, "best_trial.txt"), "w") as f:
+          f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
       append_csv(self.eval_log, step, result)
       with writer.as_default(step=step):
         for k, v in result.items():
           tf.summary.scalar(k, v)
-    value = result[self.best_metric]
-    improved = previous is None or value > previous[1]
-    prefix = os.path.join(self.opts.output_dir, BEST_PREFIX)
-    if improved:
-      if self.is_chief:
-        write_checkpoint(self.model.checkpoint_items, prefix)
-        with open(os.path.join(self.opts.output_dir, "best_trial.txt"), "w") as f:
-          f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
     logging.info("step %d dev: %s", step, result)
     print(f"step {step} dev: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items())
           + ("  (best so far)" if improved else ""))
