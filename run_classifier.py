@@ -18,7 +18,7 @@ submission), TensorBoard summaries (train/, eval/).
 
 from absl import app, flags
 
-from albert_tf import classifier
+from albert_tf import cli, classifier
 
 flags.DEFINE_string("data_dir", None, "The task's GLUE directory (or the GLUE root).")
 flags.DEFINE_string("output_dir", None, "Checkpoints, results and predictions go here.")
@@ -64,17 +64,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  opts = classifier.ClassifierOptions(**{
-      f.name: FLAGS[f.name].value for f in classifier.dataclasses.fields(
-          classifier.ClassifierOptions) if f.name in FLAGS})
-  try:
-    results = classifier.run(opts)
-  except (FileNotFoundError, FileExistsError, ValueError) as e:
-    raise app.UsageError(str(e)) from None
-  for kind, metrics in results.items():
-    print(f"{kind}: " + ", ".join(f"{k} = {v:.4g}" for k, v in metrics.items()))
+  cli.run_with_flags(argv, classifier.ClassifierOptions, classifier.run)
 
 
 if __name__ == "__main__":

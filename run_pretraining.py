@@ -12,7 +12,7 @@ Rerunning the same command after a crash resumes from the latest checkpoint in
 
 from absl import app, flags
 
-from albert_tf import pretraining
+from albert_tf import cli, pretraining
 
 flags.DEFINE_string("input_file", None, "Pretraining TFRecords: comma-separated paths or globs.")
 flags.DEFINE_string("output_dir", None, "Checkpoints, summaries and results go here.")
@@ -48,17 +48,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  opts = pretraining.PretrainingOptions(**{
-      f.name: FLAGS[f.name].value for f in pretraining.dataclasses.fields(
-          pretraining.PretrainingOptions) if f.name in FLAGS})
-  try:
-    results = pretraining.run(opts)
-  except (FileNotFoundError, FileExistsError, ValueError) as e:
-    raise app.UsageError(str(e)) from None
-  for kind, metrics in results.items():
-    print(f"{kind}: " + ", ".join(f"{k} = {v:.4g}" for k, v in metrics.items()))
+  cli.run_with_flags(argv, pretraining.PretrainingOptions, pretraining.run)
 
 
 if __name__ == "__main__":

@@ -104,8 +104,8 @@ class AlbertClassificationHead(keras.layers.Layer):
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertSentenceOrderHead(keras.layers.Layer):
-  """`cls/seq_relationship`: logits = pooled @ output_weights^T + output_bias, weights [2, H].
+class AlbertSentenceOrderHead(AlbertClassificationHead):
+  """`cls/seq_relationship`: the classification head without dropout, weights [2, H].
 
   Args:
     num_classes: 2 for sentence order (and for NSP).
@@ -113,25 +113,5 @@ class AlbertSentenceOrderHead(keras.layers.Layer):
   """
 
   def __init__(self, num_classes=2, initializer_range=0.02, **kwargs):
-    kwargs.setdefault("dtype", "float32")
-    super().__init__(**kwargs)
-    self.num_classes = num_classes
-    self.initializer_range = initializer_range
-
-  def build(self, input_shape):
-    self.output_weights = self.add_weight(
-        "output_weights", shape=[self.num_classes, input_shape[-1]],
-        initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
-    self.output_bias = self.add_weight("output_bias", shape=[self.num_classes],
-                                       initializer="zeros")
-    super().build(input_shape)
-
-  def call(self, pooled_output):
-    """[B, H] -> [B, num_classes] float32 logits."""
-    logits = tf.matmul(pooled_output, self.output_weights, transpose_b=True)
-    return tf.nn.bias_add(logits, self.output_bias)
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(num_classes=self.num_classes, initializer_range=self.initializer_range)
-    return config
+    kwargs.setdefault("dropout_rate", 0.0)
+    super().__init__(num_classes, initializer_range=initializer_range, **kwargs)
