@@ -76,14 +76,16 @@ def pretrainer_head_variable_map(model: AlbertPretrainer) -> Dict[str, tf.Variab
 
 
 def variable_map(model) -> Dict[str, tf.Variable]:
-  """Every original-named variable of an AlbertEncoder or AlbertPretrainer."""
+  """Every original-named variable of an AlbertEncoder, AlbertPretrainer or task model
+  (a task model's head too when it has `original_head_variables`)."""
   if isinstance(model, AlbertPretrainer):
     return {**encoder_variable_map(model.encoder), **pretrainer_head_variable_map(model)}
   if isinstance(model, AlbertEncoder):
     return encoder_variable_map(model)
   encoder = getattr(model, "encoder", None)
   if isinstance(encoder, AlbertEncoder):
-    return encoder_variable_map(encoder)
+    heads = getattr(model, "original_head_variables", None)
+    return {**encoder_variable_map(encoder), **(heads() if heads else {})}
   raise TypeError(f"cannot map original checkpoint names onto {type(model).__name__}")
 
 
