@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from albert_tf import metrics as metrics_lib
 from albert_tf.data import glue
-from albert_tf.finetuning import ModelSource, claim_output_dir, resolve_model_source
+from albert_tf.finetuning import (ModelSource, claim_output_dir, resolve_model_source,
+                                  restore_for_inference, write_results)
 from albert_tf.models import AlbertClassifier
 from albert_tf.training import BEST_PREFIX, Finetuner, LoopOptions, get_strategy, set_precision
 
@@ -146,15 +147,7 @@ class GlueRun:
     return result
 
   def _restore_for_inference(self, model) -> str:
-    """model.ckpt-best of this output_dir, else its latest checkpoint, else the initial weights."""
-    best = os.path.join(self.opts.output_dir, BEST_PREFIX)
-    latest = tf.train.latest_checkpoint(self.opts.output_dir)
-    for prefix in (best, latest):
-      if prefix and tf.io.gfile.exists(prefix + ".index"):
-        tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
-        return prefix
-    self.source.initialize(model)
-    return self.source.init_checkpoint or self.source.hub_handle or "random initialization"
+    return restore_for_inference(model, self.opts.output_dir, self.source)
 
   # -- the run
 
@@ -215,9 +208,7 @@ class GlueRun:
     if train_examples:
       baseline = glue.majority_baseline(train_examples, self.features["dev"][1], self.task)
       result.update({f"majority_baseline_{k}": v for k, v in baseline.items()})
-    with open(os.path.join(self.opts.output_dir, "eval_results.txt"), "w") as f:
-      for k, v in result.items():
-        f.write(f"{k} = {v}\n")
+    write_results(os.path.join(self.opts.output_dir, "eval_results.txt"), result)
     for k, v in result.items():
       logging.info("eval %s = %s", k, v)
     return result

@@ -16,6 +16,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.export import FROM_TF_HUB, config_from_hub, load_saved_model, spm_model_from_hub
 from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import BEST_PREFIX
 
 
 @dataclasses.dataclass
@@ -91,6 +92,27 @@ def resolve_model_source(albert_config_file: Optional[str], albert_hub_module_ha
   if max_seq_length < 3:
     raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
   return ModelSource(config, tokenizer, albert_hub_module_handle, init_checkpoint)
+
+
+def restore_for_inference(model, output_dir: str, source: ModelSource) -> str:
+  """Loads model.ckpt-best of `output_dir`, else its latest checkpoint, else the
+  source's initial weights; returns what was loaded."""
+  best = os.path.join(output_dir, BEST_PREFIX)
+  latest = tf.train.latest_checkpoint(output_dir)
+  for prefix in (best, latest):
+    if prefix and tf.io.gfile.exists(prefix + ".index"):
+      tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
+      return prefix
+  source.initialize(model)
+  return source.init_checkpoint or source.hub_handle or "random initialization"
+
+
+def write_results(path: str, results: dict) -> None:
+  """`key = value` lines, as the original eval_results.txt; atomic."""
+  with open(path + ".tmp", "w") as f:
+    for k, v in results.items():
+      f.write(f"{k} = {v}\n")
+  os.replace(path + ".tmp", path)
 
 
 def claim_output_dir(output_dir: str, record: dict) -> None:

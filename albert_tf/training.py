@@ -267,6 +267,9 @@ class Finetuner:
         if scaled:
           loss = self.optimizer.get_scaled_loss(loss)
       grads = tape.gradient(loss, variables)
+      # Variables the loss does not reach (the pooler, for span heads) are left alone.
+      used = [i for i, g in enumerate(grads) if g is not None]
+      grads, variables = [grads[i] for i in used], [variables[i] for i in used]
       if scaled:
         grads = self.optimizer.get_unscaled_gradients(grads)
       grads = ctx.all_reduce("sum", grads)
