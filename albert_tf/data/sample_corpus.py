@@ -100,3 +100,77 @@ def write_paraphrase_task(directory: str, num_train: int = 3000, num_dev: int = 
         first_field = str(index) if split == "test" else label
         f.write(f"{first_field}\t{ids[0]}\t{ids[1]}\t{' '.join(a)}\t{' '.join(b)}\n")
   return directory
+
+
+# Each attribute's values have a shape of their own (digits, thousands separators,
+# a currency sign, a colon), so a tiny model trained from random weights can learn
+# which span answers which question.
+_ATTRIBUTES = {
+    "year": lambda rng: f"{rng.integers(1000, 2100)}",
+    "count": lambda rng: f"{int(rng.integers(1000, 1000000)):,}",
+    "price": lambda rng: f"${rng.integers(1, 1000)}.{rng.integers(0, 100):02d}",
+    "time": lambda rng: f"{rng.integers(1, 13)}:{rng.integers(0, 60):02d}",
+}
+
+
+def write_squad_task(path: str, num_questions: int = 600, version_2_with_negative: bool = False,
+                     unanswerable_rate: float = 0.33, filler_sentences: int = 3,
+                     seed: int = 0) -> str:
+  """A SQuAD-format reading task generated from the pydoc topics, in the exact
+  layout of train-v1.1.json / dev-v2.0.json.
+
+  Each paragraph is pydoc sentences with two facts ("Its year is 1987.",
+  "Its count is 12,345.", "Its price is $3.50.", "Its time is 7:05.") put
+  among them; each of its questions asks one attribute ("What is the year?")
+  and the answer is the value as written in the context, with its
+  `answer_start`. With `version_2_with_negative`, about `unanswerable_rate`
+  of the questions ask an attribute the paragraph does not state
+  (`is_impossible`, no answers). Every question carries three answers, as the
+  dev sets do: the value twice and "<attribute> is <value>".
+
+  Returns:
+    `path`.
+  """
+  import json  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  # Filler sentences never say "is", so the facts are the only "... is <value>".
+  sentences = [" ".join(s.split()) for doc in pydoc_documents() for s in doc
+               if 5 <= len(s.split()) <= 16 and not {"is", "its", "Its"} & set(s.split())]
+  paragraphs, asked = [], 0
+  while asked < num_questions:
+    facts = [str(a) for a in rng.choice(sorted(_ATTRIBUTES), 2, replace=False)]
+    values = {a: _ATTRIBUTES[a](rng) for a in facts}
+    parts = [sentences[int(i)] for i in rng.integers(len(sentences), size=filler_sentences)]
+    for attribute in facts:
+      parts.insert(int(rng.integers(len(parts) + 1)), f"Its {attribute} is {values[attribute]}.")
+    context = " ".join(parts)
+    qas = []
+    for attribute in facts + [None]:
+      impossible = attribute is None
+      if impossible and not (version_2_with_negative and rng.random() < 2 * unanswerable_rate):
+        continue
+      if impossible:
+        attribute = str(rng.choice([a for a in _ATTRIBUTES if a not in facts]))
+      qa = {"question": f"What is the {attribute}?", "id": f"q{asked:06d}"}
+      if impossible:
+        qa.update(answers=[], is_impossible=True)
+      else:
+        value = values[attribute]
+        fact = f"Its {attribute} is {value}."
+        start = context.index(fact) + len(f"Its {attribute} is ")
+        span = f"{attribute} is {value}"
+        qa["answers"] = [{"text": value, "answer_start": start},
+                         {"text": value, "answer_start": start},
+                         {"text": span, "answer_start": start - len(f"{attribute} is ")}]
+        if version_2_with_negative:
+          qa["is_impossible"] = False
+      qas.append(qa)
+      asked += 1
+    paragraphs.append({"context": context, "qas": qas})
+  version = "v2.0" if version_2_with_negative else "1.1"
+  data = [{"title": f"pydoc_{i // 5}", "paragraphs": paragraphs[i:i + 5]}
+          for i in range(0, len(paragraphs), 5)]
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump({"version": version, "data": data}, f)
+  return path
