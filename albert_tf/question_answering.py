@@ -99,6 +99,32 @@ def per_example_loss(version_2: bool):
   return loss_fn
 
 
+def check_options(opts: SquadOptions) -> None:
+  """Flag errors that need no file, each naming its flag."""
+  if not (opts.do_train or opts.do_predict):
+    raise ValueError("nothing to do: set --do_train and/or --do_predict")
+  if opts.do_train and not opts.train_file:
+    raise ValueError("--do_train needs --train_file")
+  if opts.do_predict and not opts.predict_file:
+    raise ValueError("--do_predict needs --predict_file")
+  for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
+               "max_answer_length", "start_n_top", "end_n_top", "train_batch_size",
+               "predict_batch_size", "save_checkpoints_steps"):
+    if getattr(opts, name) <= 0:
+      raise ValueError(f"--{name}={getattr(opts, name)} must be positive")
+  if opts.max_seq_length <= opts.max_query_length + 3:
+    raise ValueError(f"--max_seq_length={opts.max_seq_length} leaves no room for the context "
+                     f"after --max_query_length={opts.max_query_length} and 3 special tokens")
+  if opts.start_n_top > opts.max_seq_length or opts.end_n_top > opts.max_seq_length:
+    raise ValueError("--start_n_top and --end_n_top cannot exceed --max_seq_length")
+  if opts.do_train and not (0 <= opts.warmup_proportion <= 1 and opts.num_train_epochs > 0):
+    raise ValueError("--num_train_epochs must be positive and --warmup_proportion in [0, 1]")
+  for flag in ("train_feature_file", "predict_feature_file", "predict_feature_left_file"):
+    path = getattr(opts, flag)
+    if path and os.path.isdir(path):
+      raise ValueError(f"--{flag}={path} is a directory; name a file")
+
+
 @dataclasses.dataclass
 class _Features:
   record: str
@@ -111,29 +137,7 @@ class SquadRun:
 
   def __init__(self, opts: SquadOptions):
     self.opts = opts
-    if not (opts.do_train or opts.do_predict):
-      raise ValueError("nothing to do: set --do_train and/or --do_predict")
-    if opts.do_train and not opts.train_file:
-      raise ValueError("--do_train needs --train_file")
-    if opts.do_predict and not opts.predict_file:
-      raise ValueError("--do_predict needs --predict_file")
-    for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
-                 "max_answer_length", "start_n_top", "end_n_top", "train_batch_size",
-                 "predict_batch_size", "save_checkpoints_steps"):
-      if getattr(opts, name) <= 0:
-        raise ValueError(f"--{name}={getattr(opts, name)} must be positive")
-    if opts.max_seq_length <= opts.max_query_length + 3:
-      raise ValueError(f"--max_seq_length={opts.max_seq_length} leaves no room for the context "
-                       f"after --max_query_length={opts.max_query_length} and 3 special tokens")
-    if opts.start_n_top > opts.max_seq_length or opts.end_n_top > opts.max_seq_length:
-      raise ValueError("--start_n_top and --end_n_top cannot exceed --max_seq_length")
-    if opts.do_train and not (0 <= opts.warmup_proportion <= 1 and opts.num_train_epochs > 0):
-      raise ValueError("--num_train_epochs must be positive and --warmup_proportion in [0, 1]")
-    for flag in ("train_feature_file", "predict_feature_file", "predict_feature_left_file"):
-      path = getattr(opts, flag)
-      if path and os.path.isdir(path):
-        raise ValueError(f"--{flag}={path} is a directory; name a file")
-
+    check_options(opts)
     # Every input is read and checked before any work.
     self.train_examples = self.predict_examples = self.predict_dataset = None
     if opts.do_train:
@@ -150,6 +154,14 @@ class SquadRun:
         opts.albert_config_file, opts.albert_hub_module_handle, opts.init_checkpoint,
         opts.spm_model_file, opts.do_lower_case, opts.max_seq_length)
     self.strategy = get_strategy(opts.distribution_strategy)
+    cache = {}
+    if opts.do_train:
+      cache["train"] = self._feature_files("train", opts.train_file, True,
+                                           opts.train_feature_file, None)
+    if opts.do_predict:
+      cache["predict"] = self._feature_files("predict", opts.predict_file, False,
+                                             opts.predict_feature_file,
+                                             opts.predict_feature_left_file)
     claim_output_dir(opts.output_dir, dict(
         task="SQuAD v2.0" if opts.version_2_with_negative else "SQuAD v1.1",
         model=self.source.config.to_dict(),
@@ -159,20 +171,19 @@ class SquadRun:
         doc_stride=opts.doc_stride, max_query_length=opts.max_query_length))
     self.train_features = self.predict_features = None
     if opts.do_train:
-      self.train_features = self._features(
-          "train", opts.train_file, self.train_examples, True, opts.train_feature_file, None)
+      self.train_features = self._features("train", opts.train_file, self.train_examples, True,
+                                           cache["train"])
     if opts.do_predict:
-      self.predict_features = self._features(
-          "predict", opts.predict_file, self.predict_examples, False, opts.predict_feature_file,
-          opts.predict_feature_left_file)
+      self.predict_features = self._features("predict", opts.predict_file,
+                                             self.predict_examples, False, cache["predict"])
     self._predict_fns = {}
 
   # -- features
 
-  def _features(self, kind: str, json_path: str, examples, is_training: bool,
-                record: Optional[str], metadata_path: Optional[str]) -> _Features:
-    """Cached features: reused when their header's fingerprint matches the inputs,
-    built otherwise; a given file built from other inputs is an error, never overwritten."""
+  def _feature_files(self, kind: str, json_path: str, is_training: bool,
+                     record: Optional[str], metadata_path: Optional[str]):
+    """(record, metadata file, fingerprint, reusable) of a split's cached features.
+    A given file that exists but was built from other inputs is an error (never overwritten)."""
     opts = self.opts
     key = squad.fingerprint(json_path, self.source.tokenizer, opts.max_seq_length,
                             opts.doc_stride, opts.max_query_length, is_training,
@@ -181,15 +192,22 @@ class SquadRun:
     metadata_path = metadata_path or record + ".meta.jsonl"
     header = squad.read_header(metadata_path)
     if os.path.exists(record) and header and header.get("fingerprint") == key:
-      print(f"Reusing {header['features']} {kind} features from {record}")
-      return _Features(record, squad.read_metadata(metadata_path)[1] if not is_training else [],
-                       header)
-    for path, flag in ((record, f"{kind}_feature_file"), (metadata_path, "predict_feature_left_file"
-                                                          if not is_training else None)):
+      return record, metadata_path, key, True
+    for path in (record, metadata_path):
       if os.path.exists(path):
         raise ValueError(f"{path} exists but was not built from {json_path} with these settings "
-                         f"and vocabulary" + (f" (--{flag})" if flag else "")
-                         + "; delete it or name another file")
+                         "and vocabulary; delete it or name another file")
+    return record, metadata_path, key, False
+
+  def _features(self, kind: str, json_path: str, examples, is_training: bool,
+                files) -> _Features:
+    """Reads the cached features, or builds them."""
+    opts = self.opts
+    record, metadata_path, key, reusable = files
+    if reusable:
+      header, metadata = squad.read_metadata(metadata_path)
+      print(f"Reusing {header['features']} {kind} features from {record}")
+      return _Features(record, metadata, header)
     for path in (record, metadata_path):
       os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     stats = squad.FeatureStats()
@@ -239,7 +257,10 @@ class SquadRun:
           lambda batch: model({k: batch[k] for k in keys}, training=False))
     predict = self._predict_fns[id(model)]
     results = {}
-    for batch in data:
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+    batches = -(-len(self.predict_features.metadata) // self.opts.predict_batch_size)
+    for batch in tqdm(data, total=batches, desc="predicting", unit="batch", leave=False,
+                      disable=not self.opts.progress):
       outputs = {k: v.numpy() for k, v in predict(batch).items()}
       for i, unique_id in enumerate(batch["unique_ids"].numpy()):
         results[int(unique_id)] = {k: v[i] for k, v in outputs.items()}

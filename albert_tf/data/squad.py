@@ -70,9 +70,9 @@ def _field(obj, key: str, kind, where: str):
   if not isinstance(obj, dict) or key not in obj:
     raise ValueError(f"{where}: missing field '{key}'")
   value = obj[key]
-  if not isinstance(value, kind):
-    raise ValueError(f"{where}: field '{key}' should be a {kind.__name__}, "
-                     f"found {type(value).__name__}")
+  if not isinstance(value, kind) or isinstance(value, bool):
+    names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+    raise ValueError(f"{where}: field '{key}' should be a {names}, found {type(value).__name__}")
   return value
 
 
