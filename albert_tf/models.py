@@ -214,3 +214,57 @@ class AlbertQuestionAnswerer(keras.Model):
   @classmethod
   def from_config(cls, config, custom_objects=None):
     return cls(**config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertMultipleChoice(keras.Model):
+  """An encoder + the original RACE head: one logit per choice from its pooled output.
+
+  Called with the encoder's inputs shaped [B, C, S] it returns float32 logits
+  [B, C] (softmax over the choices in the loss). The head is the
+  classification head with one output (`output_weights` [1, H], as the
+  original race_utils).
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset) or a layer with the same
+      dict interface (e.g. hub.KerasLayer).
+    dropout_rate: dropout on the pooled output in training.
+    initializer_range: stddev of the head's initializer.
+    seed: seed of the head's initializer.
+  """
+
+  def __init__(self, encoder, dropout_rate: float = 0.1, initializer_range: float = 0.02,
+               seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    self.classifier = AlbertClassificationHead(1, dropout_rate, initializer_range, seed=seed,
+                                               name="classifier")
+    self.classifier.build([None, _hidden_size(self.encoder)])
+    self.built = True
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    shape = tf.shape(inputs["input_word_ids"])                                  # [B, C, S]
+    flat = {k: tf.reshape(inputs[k], [-1, shape[-1]]) for k in ENCODER_INPUTS}  # [B*C, S]
+    pooled = self.encoder(flat, training=training)["pooled_output"]              # [B*C, H]
+    logits = self.classifier(pooled, training=training)                           # [B*C, 1]
+    return tf.reshape(logits, [shape[0], shape[1]])                               # [B, C]
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder, classifier=self.classifier)
+
+  def original_head_variables(self) -> Dict[str, tf.Variable]:
+    return {"output_weights": self.classifier.output_weights,
+            "output_bias": self.classifier.output_bias}
+
+  def get_config(self):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError("get_config needs an AlbertEncoder")
+    return dict(encoder=self.encoder.config.to_dict(),
+                dropout_rate=self.classifier.dropout_rate,
+                initializer_range=self.classifier.initializer_range,
+                seed=self.classifier.seed, name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
