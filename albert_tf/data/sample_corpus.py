@@ -174,3 +174,54 @@ def write_squad_task(path: str, num_questions: int = 600, version_2_with_negativ
   with open(path, "w", encoding="utf-8") as f:
     json.dump({"version": version, "data": data}, f)
   return path
+
+
+def write_race_task(data_dir: str, sizes=(("train", 300), ("dev", 60), ("test", 40)),
+                    questions_per_article: int = 2, filler_sentences: int = 3,
+                    seed: int = 0) -> str:
+  """A RACE-format task generated from the pydoc topics: `data_dir/RACE/{split}/{middle,
+  high}/<n>.txt`, each one JSON object (article, questions, options, answers, id) as the
+  RACE download has them; articles alternate between the two levels.
+
+  An article is pydoc sentences with one fact of one of four shapes ("Its year
+  is 1987.", "Its count is 12,345.", "Its price is $3.50.", "Its time is
+  7:05."). Each question asks it ("What is the year?", or with a blank: "Its
+  year is _ .") and has one option of each shape, shuffled, the right one
+  being the article's value (chance: 25%). The attribute's name and the
+  options' shapes decide the answer, which a tiny model trained from random
+  weights can learn quickly; a version where only the article tells which
+  shape is right did not get off the 25% plateau in 600 steps at that size.
+
+  Args:
+    sizes: (split, number of articles) pairs.
+
+  Returns:
+    `data_dir`.
+  """
+  import json  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  sentences = [" ".join(s.split()) for doc in pydoc_documents() for s in doc
+               if 5 <= len(s.split()) <= 16 and not {"is", "its", "Its"} & set(s.split())]
+  names = sorted(_ATTRIBUTES)
+  for split, count in sizes:
+    for n in range(count):
+      level = ("middle", "high")[n % 2]
+      attribute = names[int(rng.integers(len(names)))]
+      value = _ATTRIBUTES[attribute](rng)
+      parts = [sentences[int(i)] for i in rng.integers(len(sentences), size=filler_sentences)]
+      parts.insert(int(rng.integers(len(parts) + 1)), f"Its {attribute} is {value}.")
+      record = {"answers": [], "options": [], "questions": [], "article": " ".join(parts),
+                "id": f"{level}{n}.txt"}
+      for _ in range(questions_per_article):
+        options = [value if a == attribute else _ATTRIBUTES[a](rng) for a in names]
+        order = rng.permutation(4)
+        record["options"].append([options[i] for i in order])
+        record["answers"].append("ABCD"[int(np.argmax(order == names.index(attribute)))])
+        record["questions"].append(f"Its {attribute} is _ ." if rng.random() < 0.5
+                                   else f"What is the {attribute}?")
+      directory = os.path.join(data_dir, "RACE", split, level)
+      os.makedirs(directory, exist_ok=True)
+      with open(os.path.join(directory, f"{n}.txt"), "w", encoding="utf-8") as f:
+        json.dump(record, f)
+  return data_dir
