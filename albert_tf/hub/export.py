@@ -1,0 +1,389 @@
+"""TF-Hub SavedModels of ALBERT: the encoder (with `.mlm`, `.sop`) and the preprocessor.
+
+`export_encoder` writes the encoder SavedModel, `export_preprocessor` the
+text-preprocessing SavedModel; `hub_export/export.py` is the command line.
+
+The encoder SavedModel follows the TF-Hub BERT/ALBERT encoder convention: the
+root takes a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
+`input_type_ids` and returns `pooled_output`, `sequence_output`,
+`encoder_outputs` and `default` (= pooled_output); it loads with
+`hub.KerasLayer(path, trainable=True)`. `obj.mlm` additionally takes
+`masked_lm_positions` and adds `mlm_logits`; `obj.sop` adds `sop_logits`.
+It carries `albert_config_file` and `sp_model_file` (assets) and
+`do_lower_case` (a variable).
+
+The preprocessor SavedModel follows the TF-Hub text-preprocessing convention:
+the root maps a batch of strings [B] to the three int32 inputs at
+`default_seq_length`; `obj.tokenize(strings)` returns ids [B, (T)];
+`obj.tokenize.get_special_tokens_dict()` returns `vocab_size`,
+`start_of_sequence_id` ([CLS]), `end_of_segment_id` ([SEP]), `padding_id`
+(<pad>) and `mask_id` ([MASK]); `obj.bert_pack_inputs([a] or [a, b],
+seq_length=N)` packs one or two tokenized segments.
+"""
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+from typing import Dict, Iterator, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.cli import option
+from albert_tf.modeling.checkpoints import load_checkpoint
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import INPUT_KEYS
+from albert_tf.modeling.models import AlbertPretrainer
+from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
+from albert_tf.text.tokenization import FullTokenizer
+
+# ----------------------------------------------------------------------------- encoder
+
+def _inputs(with_positions: bool = False) -> Dict[str, keras.Input]:
+  keys = INPUT_KEYS + (("masked_lm_positions",) if with_positions else ())
+  return {k: keras.Input(shape=(None,), dtype=tf.int32, name=k) for k in keys}
+
+
+def _with_default(outputs):
+  outputs = dict(outputs)
+  outputs["default"] = outputs["pooled_output"]
+  return outputs
+
+
+def build_hub_model(pretrainer: AlbertPretrainer) -> keras.Model:
+  """The functional Keras model that is saved as the encoder SavedModel.
+
+  `mlm` and `sop` are Keras models sharing the encoder's variables. They are
+  attached as SavedModel children only, not as Keras sublayers, so that the
+  root's `trainable_variables` (what `hub.KerasLayer(..., trainable=True)`
+  trains) are exactly the encoder's.
+  """
+  encoder = pretrainer.encoder
+  inputs = _inputs()
+  core = keras.Model(inputs, _with_default(encoder(inputs)), name="albert_encoder")
+  mlm_inputs = _inputs(with_positions=True)
+  mlm = keras.Model(mlm_inputs, _with_default(pretrainer(mlm_inputs)), name="albert_mlm")
+  sop_inputs = _inputs()
+  sop_outputs = dict(encoder(sop_inputs))
+  sop_outputs["sop_logits"] = pretrainer.sentence_order(sop_outputs["pooled_output"])
+  sop = keras.Model(sop_inputs, _with_default(sop_outputs), name="albert_sop")
+  core._track_trackable(mlm, name="mlm")  # pylint: disable=protected-access
+  core._track_trackable(sop, name="sop")  # pylint: disable=protected-access
+  return core
+
+
+def _serving_signature(core: keras.Model, num_layers: int):
+  """`serving_default` for TF Serving: flat named outputs, encoder_outputs_{i} per layer."""
+  specs = [tf.TensorSpec([None, None], tf.int32, name=k) for k in INPUT_KEYS]
+
+  @tf.function(input_signature=specs, autograph=False)
+  def serve(input_word_ids, input_mask, input_type_ids):
+    outputs = core(dict(input_word_ids=input_word_ids, input_mask=input_mask,
+                        input_type_ids=input_type_ids), training=False)
+    result = {k: outputs[k] for k in ("pooled_output", "sequence_output", "default")}
+    assert len(outputs["encoder_outputs"]) == num_layers
+    for i, layer_output in enumerate(outputs["encoder_outputs"]):
+      result[f"encoder_outputs_{i}"] = layer_output
+    return result
+
+  return serve
+
+
+# ----------------------------------------------------------------------------- preprocessor
+
+class _Tokenize(tf.Module):
+  """`preprocessor.tokenize`: strings [B] -> int32 ids [B, (T)]."""
+
+  def __init__(self, tokenizer: AlbertTokenizer):
+    super().__init__(name="tokenize")
+    self._tokenizer = tokenizer
+    ids = tokenizer.special_ids
+    self._special = dict(vocab_size=tokenizer.vocab_size, start_of_sequence_id=ids["[CLS]"],
+                         end_of_segment_id=ids["[SEP]"], padding_id=ids["<pad>"],
+                         mask_id=ids["[MASK]"])
+    self.get_special_tokens_dict = tf.function(
+        lambda: {k: tf.constant(v, tf.int32) for k, v in self._special.items()},
+        input_signature=[], autograph=False)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  def __call__(self, strings):
+    return self._tokenizer(strings)
+
+
+class _PackInputs(tf.Module):
+  """`preprocessor.bert_pack_inputs(segments, seq_length=N)` for one or two segments."""
+
+  def __init__(self, special: Dict[str, int], default_seq_length: int):
+    super().__init__(name="bert_pack_inputs")
+    self._special = special
+    self._default_seq_length = default_seq_length
+
+  @tf.function(autograph=False)
+  def __call__(self, inputs, seq_length=None):
+    if seq_length is None:
+      seq_length = self._default_seq_length
+    return pack_segments(inputs, seq_length, self._special["start_of_sequence_id"],
+                         self._special["end_of_segment_id"], self._special["padding_id"])
+
+  def trace(self) -> None:
+    """Traces the one- and two-segment cases, with and without `seq_length`."""
+    segment = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
+    for n in (1, 2):
+      self.__call__.get_concrete_function([segment] * n)
+      self.__call__.get_concrete_function([segment] * n, tf.TensorSpec([], tf.int32))
+
+
+class _Preprocessor(tf.Module):
+  """The preprocessor SavedModel's root: strings [B] -> the encoder's three inputs."""
+
+  def __init__(self, spm_model_file: str, do_lower_case: bool, default_seq_length: int):
+    super().__init__(name="albert_preprocessor")
+    self.tokenize = _Tokenize(AlbertTokenizer(spm_model_file, do_lower_case))
+    self.bert_pack_inputs = _PackInputs(self.tokenize._special, default_seq_length)
+    self.bert_pack_inputs.trace()
+    self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  def __call__(self, strings):
+    return self.bert_pack_inputs([self.tokenize(strings)])
+
+
+# ----------------------------------------------------------------------------- writing
+
+@contextlib.contextmanager
+def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str]]:
+  """Yields (saved_model_dir, assets_staging_dir) in a temporary directory beside
+  `export_path`; on success moves the SavedModel into place, so an export
+  that fails halfway never replaces (or removes) what was there.
+  """
+  export_path = os.path.abspath(export_path)
+  if os.path.exists(export_path):
+    if not os.path.isdir(export_path):
+      raise FileExistsError(f"export path {export_path} exists and is not a directory")
+    if os.listdir(export_path) and not overwrite:
+      raise FileExistsError(f"export path {export_path} exists and is not empty; "
+                            "pass --overwrite to replace it")
+  parent = os.path.dirname(export_path)
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(prefix=".export_", dir=parent)
+  try:
+    saved, staging = os.path.join(tmp, "saved_model"), os.path.join(tmp, "staging")
+    os.makedirs(staging)
+    yield saved, staging
+    backup = None
+    if os.path.exists(export_path):
+      backup = os.path.join(tmp, "previous")
+      os.replace(export_path, backup)
+    os.replace(saved, export_path)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _asset(spm_model_file: str, staging: str) -> tf.saved_model.Asset:
+  local = os.path.join(staging, os.path.basename(spm_model_file))
+  shutil.copyfile(spm_model_file, local)
+  return tf.saved_model.Asset(local)
+
+
+def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
+                   spm_model_file: Optional[str] = None, do_lower_case: bool = True,
+                   overwrite: bool = False) -> str:
+  """Writes the TF-Hub encoder SavedModel of `pretrainer` to `export_path`.
+
+  Args:
+    pretrainer: the model whose encoder and MLM/SOP heads are exported.
+    export_path: target directory; refused if it exists and is not empty,
+      unless `overwrite`.
+    spm_model_file: the SentencePiece model, saved as the `sp_model_file` asset.
+    do_lower_case: saved as the `do_lower_case` variable.
+    overwrite: replace an existing export (only once the new one is complete).
+
+  Returns:
+    The absolute export path.
+  """
+  export_path = os.path.abspath(export_path)
+  with _atomic_export(export_path, overwrite) as (saved, staging):
+    model = build_hub_model(pretrainer)
+    config_file = os.path.join(staging, "albert_config.json")
+    pretrainer.config.to_json_file(config_file)
+    model.albert_config_file = tf.saved_model.Asset(config_file)
+    if spm_model_file:
+      model.sp_model_file = _asset(spm_model_file, staging)
+    model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    c = pretrainer.config
+    serve = _serving_signature(model, c.num_hidden_layers * c.inner_group_num)
+    model.save(saved, include_optimizer=False, save_format="tf",
+               signatures={"serving_default": serve})
+  logging.info("Exported the ALBERT encoder SavedModel to %s", export_path)
+  return export_path
+
+
+def export_preprocessor(spm_model_file: str, export_path: str, do_lower_case: bool = True,
+                        default_seq_length: int = 128, overwrite: bool = False) -> str:
+  """Writes the TF-Hub text-preprocessing SavedModel for `spm_model_file` to `export_path`.
+
+  Ids are those of `tokenization.FullTokenizer(spm_model_file=...,
+  do_lower_case=...)`; packing is `packing.pack_inputs`.
+
+  Returns:
+    The absolute export path.
+  """
+  if default_seq_length < 3:
+    raise ValueError(f"--default_seq_length must be at least 3, got {default_seq_length}")
+  export_path = os.path.abspath(export_path)
+  with _atomic_export(export_path, overwrite) as (saved, staging):
+    root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length)
+    root.sp_model_file = _asset(spm_model_file, staging)
+    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+  logging.info("Exported the ALBERT preprocessor SavedModel to %s", export_path)
+  return export_path
+
+
+class _ServingClassifier(tf.Module):
+  """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
+
+  def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
+               labels: Optional[Tuple[str, ...]]):
+    super().__init__(name="albert_classifier")
+    self.model, self.tokenizer = model, tokenizer
+    ids = tokenizer.special_ids
+    self._pack = lambda segments: pack_segments(segments, seq_length, ids["[CLS]"],
+                                                ids["[SEP]"], ids["<pad>"])
+    self._labels = labels
+
+  def classify(self, segments):
+    logits = self.model(self._pack([self.tokenizer(s) for s in segments]), training=False)
+    if self._labels is None:
+      return {"score": logits[:, 0]}                                         # [B]
+    probabilities = tf.nn.softmax(logits, axis=-1)                            # [B, C]
+    label_ids = tf.argmax(logits, -1, output_type=tf.int32)                   # [B]
+    return {"probabilities": probabilities, "label_ids": label_ids,
+            "labels": tf.gather(tf.constant(self._labels), label_ids)}
+
+
+def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
+                      labels: Optional[Tuple[str, ...]], pairs: bool = True,
+                      overwrite: bool = False) -> str:
+  """Writes an end-to-end classifier SavedModel that takes raw text.
+
+  `serving_default` (also the root `__call__`) takes string [B] `sentence1`
+  and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
+  of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
+  `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
+  regression (`labels=None`). Loading it needs `import tensorflow_text`.
+  """
+  export_path = os.path.abspath(export_path)
+  with _atomic_export(export_path, overwrite) as (saved, staging):
+    root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
+                                                     tokenizer.do_lower_case), seq_length, labels)
+    spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
+    if pairs:
+      root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
+                                  input_signature=[spec("sentence1"), spec("sentence2")])
+    else:
+      root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
+                                  input_signature=[spec("sentence1")])
+    root.sp_model_file = _asset(tokenizer.spm_model_file, staging)
+    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+  logging.info("Exported the classifier SavedModel to %s", export_path)
+  return export_path
+
+
+# ----------------------------------------------------------------------------- the command
+
+def export_from_sources(export_path: Optional[str] = None,
+                        export_preprocessing_path: Optional[str] = None, *,
+                        albert_directory: Optional[str] = None,
+                        albert_config_file: Optional[str] = None,
+                        init_checkpoint: Optional[str] = None,
+                        spm_model_file: Optional[str] = None,
+                        checkpoint_name: str = "model.ckpt-best", do_lower_case: bool = True,
+                        default_seq_length: int = 128, overwrite: bool = False) -> Dict[str, str]:
+  """What `hub_export/export.py` does; arguments are its flags.
+
+  Files default to the released layout of `albert_directory`
+  (`albert_config.json`, `30k-clean.model`, `checkpoint_name`); explicit
+  ones take precedence. `init_checkpoint="none"` exports fresh weights.
+  Every input is checked, and both targets, before anything is written.
+
+  Returns:
+    {"encoder": path, "preprocessor": path} for what was written.
+  """
+  if not (export_path or export_preprocessing_path):
+    raise ValueError("nothing to do: pass --export_path and/or --export_preprocessing_path")
+  if albert_directory:
+    if not os.path.isdir(albert_directory):
+      raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
+    albert_config_file = albert_config_file or os.path.join(albert_directory, "albert_config.json")
+    spm_model_file = spm_model_file or os.path.join(albert_directory, "30k-clean.model")
+    init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
+  for flag, path in (("export_path", export_path),
+                     ("export_preprocessing_path", export_preprocessing_path)):
+    if path and os.path.isdir(path) and os.listdir(path) and not overwrite:
+      raise FileExistsError(f"--{flag}={path} exists and is not empty; "
+                            "pass --overwrite to replace it")
+  if export_preprocessing_path and not spm_model_file:
+    raise ValueError("--export_preprocessing_path needs --spm_model_file (or --albert_directory)")
+  if export_path and not (albert_config_file and init_checkpoint):
+    raise ValueError("--export_path needs --albert_config_file and --init_checkpoint (or "
+                     "--albert_directory); --init_checkpoint=none exports random weights")
+
+  vocab_size = None
+  if spm_model_file:
+    vocab_size = FullTokenizer(spm_model_file=spm_model_file,
+                               do_lower_case=do_lower_case).vocab_size
+  written = {}
+  if export_path:
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if vocab_size is not None and vocab_size != config.vocab_size:
+      raise ValueError(f"the vocabulary {spm_model_file} has {vocab_size} pieces but "
+                       f"{albert_config_file} says vocab_size={config.vocab_size}")
+    model = AlbertPretrainer(config)
+    if init_checkpoint.lower() == "none":
+      logging.warning("--init_checkpoint=none: exporting freshly initialized weights")
+    else:
+      try:
+        report = load_checkpoint(model, init_checkpoint)
+      except tf.errors.OpError as e:
+        raise ValueError(f"cannot read checkpoint {init_checkpoint}: {e.message}") from None
+      logging.info("Restored %d variables from %s", len(report.loaded), report.path)
+    written["encoder"] = export_encoder(model, export_path, spm_model_file=spm_model_file,
+                                        do_lower_case=do_lower_case, overwrite=overwrite)
+  if export_preprocessing_path:
+    written["preprocessor"] = export_preprocessor(
+        spm_model_file, export_preprocessing_path, do_lower_case=do_lower_case,
+        default_seq_length=default_seq_length, overwrite=overwrite)
+  return written
+
+
+@dataclasses.dataclass(kw_only=True)
+class ExportOptions:
+  """hub_export/export.py's flags."""
+  albert_directory: Optional[str] = option(
+      None, "A released model directory: albert_config.json, 30k-clean.model and the "
+      "checkpoint named by --checkpoint_name. Explicit file flags take precedence.")
+  checkpoint_name: str = option("model.ckpt-best", "Checkpoint prefix in --albert_directory.")
+  albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
+  init_checkpoint: Optional[str] = option(
+      None, "Checkpoint (prefix or directory), original TF1 names or albert_tf's own; 'none' "
+      "exports freshly initialized weights.")
+  spm_model_file: Optional[str] = option(None, "SentencePiece model of the vocabulary.")
+  export_path: Optional[str] = option(None, "Directory for the encoder SavedModel.")
+  export_preprocessing_path: Optional[str] = option(None, "Directory for the preprocessor "
+                                                    "SavedModel.")
+  do_lower_case: bool = option(True, "Lower-case the input text (the released models do).")
+  default_seq_length: int = option(128, "Sequence length of the preprocessor's root call.")
+  overwrite: bool = option(False, "Replace existing, non-empty export directories.")
+
+
+def run(opts: ExportOptions) -> Dict[str, str]:
+  """What hub_export/export.py does: the exports the flags ask for; prints where they went."""
+  kwargs = dataclasses.asdict(opts)
+  written = export_from_sources(kwargs.pop("export_path"), kwargs.pop("export_preprocessing_path"),
+                                **kwargs)
+  for kind, path in written.items():
+    print(f"{kind} SavedModel: {path}")
+  return written

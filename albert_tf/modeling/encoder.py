@@ -1,0 +1,133 @@
+"""AlbertEncoder: factorized embeddings and groups of shared attention+FFN blocks."""
+
+from typing import Dict, Union
+
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.layers import AlbertEmbeddings, AlbertTransformerBlock
+
+INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def as_config(config: Union[AlbertConfig, dict]) -> AlbertConfig:
+  """Accepts an AlbertConfig, a dict of its fields, or a preset name."""
+  if isinstance(config, AlbertConfig):
+    return config
+  if isinstance(config, dict):
+    return AlbertConfig.from_dict(config)
+  if isinstance(config, str):
+    return AlbertConfig.from_preset(config)
+  raise TypeError(f"expected an AlbertConfig, dict or preset name, got {type(config).__name__}")
+
+
+def attention_bias_from_mask(input_mask: tf.Tensor) -> tf.Tensor:
+  """[B, S] 0/1 mask -> [B, 1, 1, S] float32 additive bias (0 or -10000, as the original)."""
+  mask = tf.cast(input_mask, tf.float32)
+  return ((1.0 - mask) * -10000.0)[:, tf.newaxis, tf.newaxis, :]
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(keras.Model):
+  """The ALBERT encoder, exactly as the original `AlbertModel` computes it.
+
+  Called with a dict of int32 [B, S] tensors `input_word_ids`, `input_mask`
+  and `input_type_ids` (the last two default to ones and zeros), it returns
+  a dict with `sequence_output` [B, S, H], `pooled_output` [B, H] (tanh dense
+  on the first token) and `encoder_outputs`, the [B, S, H] output of every
+  attention+FFN application in order (L * inner_group_num of them).
+
+  Weight sharing: `num_hidden_groups` groups, each holding `inner_group_num`
+  blocks; layer i applies the blocks of group int(i / L * G) in turn.
+
+  Args:
+    config: an AlbertConfig, a dict of its fields, or a preset name.
+  """
+
+  def __init__(self, config: Union[AlbertConfig, dict, str], **kwargs):
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    c = self.config
+    init = lambda: keras.initializers.TruncatedNormal(stddev=c.initializer_range)
+    self.embeddings = AlbertEmbeddings(
+        c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
+        dropout_rate=c.hidden_dropout_prob, initializer_range=c.initializer_range,
+        name="embeddings")
+    # The original has no projection when E == H.
+    self.embedding_projection = None
+    if c.embedding_size != c.hidden_size:
+      self.embedding_projection = keras.layers.Dense(
+          c.hidden_size, kernel_initializer=init(), name="embedding_hidden_mapping_in")
+    self.groups = [
+        [AlbertTransformerBlock(
+            c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
+            c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.initializer_range,
+            name=f"group_{g}_inner_group_{k}")
+         for k in range(c.inner_group_num)]
+        for g in range(c.num_hidden_groups)]
+    self.pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
+                                     kernel_initializer=init(), name="pooler")
+    self.build()
+
+  def build(self, input_shape=None):
+    """Creates every weight now, so checkpoints load before the first call."""
+    c = self.config
+    self.embeddings.build()
+    if self.embedding_projection is not None:
+      self.embedding_projection.build([None, None, c.embedding_size])
+    for group in self.groups:
+      for block in group:
+        block.build([None, None, c.hidden_size])
+    self.pooler.build([None, c.hidden_size])
+    self.built = True
+
+  @property
+  def embedding_table(self) -> tf.Variable:
+    """The [V, E] word-embedding table, tied to the masked-LM output."""
+    return self.embeddings.word_embeddings
+
+  def get_embedding_table(self) -> tf.Variable:
+    return self.embedding_table
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
+    if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
+      raise ValueError("AlbertEncoder expects a dict with 'input_word_ids' "
+                       f"(and 'input_mask', 'input_type_ids'); got {type(inputs).__name__}"
+                       + (f" with keys {sorted(inputs)}" if isinstance(inputs, dict) else ""))
+    word_ids = inputs["input_word_ids"]
+    mask = inputs.get("input_mask")
+    type_ids = inputs.get("input_type_ids")
+    if mask is None:
+      mask = tf.ones_like(word_ids)
+    if type_ids is None:
+      type_ids = tf.zeros_like(word_ids)
+
+    x = self.embeddings(word_ids, type_ids, training=training)               # [B, S, E]
+    if self.embedding_projection is not None:
+      x = self.embedding_projection(x)                                        # [B, S, H]
+    bias = attention_bias_from_mask(mask)                                     # [B, 1, 1, S]
+
+    # Shared weights are read (and cast) once per call, not once per layer.
+    weights = [[block.read_weights() for block in group] for group in self.groups]
+    encoder_outputs = []
+    for layer_index in range(self.config.num_hidden_layers):
+      group_index = self.config.group_index(layer_index)
+      for block, block_weights in zip(self.groups[group_index], weights[group_index]):
+        x = block(x, bias, training=training, weights=block_weights)          # [B, S, H]
+        encoder_outputs.append(x)
+
+    pooled = self.pooler(x[:, 0])                                             # [B, H]
+    return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
+
+  @property
+  def checkpoint_items(self):
+    """Objects to track in a tf.train.Checkpoint when this encoder is restored."""
+    return dict(encoder=self)
+
+  def get_config(self):
+    return dict(config=self.config.to_dict(), name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

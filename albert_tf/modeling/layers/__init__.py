@@ -1,0 +1,4 @@
+"""Keras layers of ALBERT."""
+
+from albert_tf.modeling.layers.embeddings import AlbertEmbeddings
+from albert_tf.modeling.layers.transformer import AlbertTransformerBlock

@@ -1,0 +1,147 @@
+"""One ALBERT attention+FFN sub-block (post-LayerNorm), the unit that is shared."""
+
+import math
+
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.modeling import activations
+
+# Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
+# head size, I intermediate size, T = B * S tokens.
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertTransformerBlock(keras.layers.Layer):
+  """Self-attention + FFN with residuals and post-LayerNorm, as `attention_ffn_block`.
+
+  Weights keep the original layout (2-D kernels [in, out]) and the names of
+  `bert/encoder/transformer/group_G/inner_group_K/*`, so checkpoints map one
+  to one without transposes. The three attention projections run as a single
+  [H, 3H] matmul, the math runs on [B * S, H] matrices (so oneDNN fuses
+  matmul + bias + activation), and the softmax is computed in float32.
+
+  Args:
+    hidden_size: H.
+    num_attention_heads: N; H must be divisible by N.
+    intermediate_size: I, FFN inner width.
+    hidden_act: activation name of the FFN ("gelu" = tanh approximation).
+    hidden_dropout_prob: dropout on the attention and FFN outputs.
+    attention_probs_dropout_prob: dropout on the attention probabilities.
+    initializer_range: stddev of the truncated-normal kernel initializer.
+  """
+
+  def __init__(self, hidden_size, num_attention_heads, intermediate_size,
+               hidden_act="gelu", hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0, initializer_range=0.02, **kwargs):
+    super().__init__(**kwargs)
+    if hidden_size % num_attention_heads:
+      raise ValueError(f"hidden_size ({hidden_size}) is not divisible by "
+                       f"num_attention_heads ({num_attention_heads})")
+    self.hidden_size = hidden_size
+    self.num_attention_heads = num_attention_heads
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.hidden_dropout_prob = hidden_dropout_prob
+    self.attention_probs_dropout_prob = attention_probs_dropout_prob
+    self.initializer_range = initializer_range
+    self.head_size = hidden_size // num_attention_heads
+
+    # The Dense layers hold the weights (names, initializers, shapes); the math
+    # in `call` uses them through `read_weights`.
+    def dense(units, name):
+      return keras.layers.Dense(
+          units, name=name, dtype=self.dtype_policy,
+          kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+    self.query = dense(hidden_size, "query")
+    self.key = dense(hidden_size, "key")
+    self.value = dense(hidden_size, "value")
+    self.attention_output = dense(hidden_size, "attention_output")
+    self.attention_layer_norm = keras.layers.LayerNormalization(
+        epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
+    self._activation = activations.get(hidden_act)
+    self.intermediate = dense(intermediate_size, "intermediate")
+    self.output_dense = dense(hidden_size, "output")
+    self.output_layer_norm = keras.layers.LayerNormalization(
+        epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
+    self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob,
+                                                  dtype=self.dtype_policy)
+    self.hidden_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+
+  def build(self, input_shape=None):
+    h, i = self.hidden_size, self.intermediate_size
+    for layer in (self.query, self.key, self.value, self.attention_output, self.intermediate):
+      layer.build([None, h])
+    self.output_dense.build([None, i])
+    self.attention_layer_norm.build([None, h])
+    self.output_layer_norm.build([None, h])
+    super().build(input_shape)
+
+  def read_weights(self):
+    """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
+
+    With cross-layer sharing the same block runs L times per forward pass;
+    reading (and under mixed precision casting) its weights once and passing
+    them to every application saves L - 1 reads, casts and concatenations.
+    The 1/sqrt(D) logit scale is folded into the query projection (exact for
+    D = 64, a power of two), and Q, K, V are concatenated for one matmul.
+    """
+    scale = 1.0 / math.sqrt(float(self.head_size))
+    return dict(
+        qkv_kernel=tf.concat([self.query.kernel * scale, self.key.kernel, self.value.kernel], 1),
+        qkv_bias=tf.concat([self.query.bias * scale, self.key.bias, self.value.bias], 0),
+        attention_kernel=tf.identity(self.attention_output.kernel),
+        attention_bias=tf.identity(self.attention_output.bias),
+        intermediate_kernel=tf.identity(self.intermediate.kernel),
+        intermediate_bias=tf.identity(self.intermediate.bias),
+        output_kernel=tf.identity(self.output_dense.kernel),
+        output_bias=tf.identity(self.output_dense.bias))
+
+  def call(self, inputs, attention_bias, training=None, weights=None):
+    """Applies the block.
+
+    Args:
+      inputs: [B, S, H] hidden states.
+      attention_bias: [B, 1, 1, S] float32, 0 where attending is allowed and
+        -10000 at padding (the original's additive mask).
+      training: enables dropout.
+      weights: the result of `read_weights()`, to reuse across applications;
+        read here when not given.
+
+    Returns:
+      [B, S, H] hidden states.
+    """
+    w = weights if weights is not None else self.read_weights()
+    batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
+    n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
+    x = tf.reshape(inputs, [-1, h])                                          # [T, H]
+
+    qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
+    qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
+    q, k, v = qkv[0], qkv[1], qkv[2]                                         # [B, N, S, D]
+    scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, S, S]
+    scores = tf.cast(scores, tf.float32) + attention_bias
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
+    probs = self.attention_dropout(probs, training=training)
+    context = tf.matmul(probs, v)                                            # [B, N, S, D]
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
+
+    attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
+    attention = self.hidden_dropout(attention, training=training)
+    attention = self.attention_layer_norm(attention + x)                     # [T, H]
+    inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
+    inner = self._activation(inner)                                          # [T, I]
+    ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [T, H]
+    ffn = self.hidden_dropout(ffn, training=training)
+    out = self.output_layer_norm(ffn + attention)                            # [T, H]
+    return tf.reshape(out, [batch, seq, h])
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
+                  intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+                  hidden_dropout_prob=self.hidden_dropout_prob,
+                  attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+                  initializer_range=self.initializer_range)
+    return config

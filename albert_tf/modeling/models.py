@@ -1,0 +1,270 @@
+"""Task models: an AlbertEncoder plus a head."""
+
+from typing import Dict, Union
+
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.heads import (AlbertClassificationHead, AlbertMaskedLMHead,
+                             AlbertSentenceOrderHead, AlbertSpanHead, AlbertSpanV2Head)
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def _as_encoder(encoder_or_config) -> AlbertEncoder:
+  if isinstance(encoder_or_config, AlbertEncoder):
+    return encoder_or_config
+  return AlbertEncoder(encoder_or_config)
+
+
+def _hidden_size(encoder) -> int:
+  """H of an AlbertEncoder, or of an encoder layer (such as hub.KerasLayer) by calling it."""
+  if isinstance(encoder, AlbertEncoder):
+    return encoder.config.hidden_size
+  return int(encoder({k: tf.zeros([1, 2], tf.int32) for k in ENCODER_INPUTS}
+                     )["pooled_output"].shape[-1])
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+  """AlbertEncoder + masked-LM head (tied to the word embeddings) + sentence-order head.
+
+  Called with the encoder's inputs and, optionally, `masked_lm_positions`
+  [B, P] int32, it returns the encoder's outputs plus `sop_logits` [B, 2]
+  and, when positions are given, `mlm_logits` [B, P, V] (both float32).
+
+  Args:
+    encoder: an AlbertEncoder to reuse, or an AlbertConfig / dict / preset
+      name to build one from.
+  """
+
+  def __init__(self, encoder: Union[AlbertEncoder, AlbertConfig, dict, str], **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = _as_encoder(encoder)
+    c = self.encoder.config
+    self.masked_lm = AlbertMaskedLMHead(c.vocab_size, c.embedding_size, c.hidden_act,
+                                        c.initializer_range, name="predictions")
+    self.sentence_order = AlbertSentenceOrderHead(2, c.initializer_range, name="seq_relationship")
+    self.masked_lm.build([None, None, c.hidden_size])
+    self.sentence_order.build([None, c.hidden_size])
+    self.built = True
+
+  @property
+  def config(self) -> AlbertConfig:
+    return self.encoder.config
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
+    outputs = dict(self.encoder(inputs, training=training))
+    outputs["sop_logits"] = self.sentence_order(outputs["pooled_output"])            # [B, 2]
+    positions = inputs.get("masked_lm_positions")
+    if positions is not None:
+      masked = tf.gather(outputs["sequence_output"], positions, batch_dims=1)        # [B, P, H]
+      outputs["mlm_logits"] = self.masked_lm(masked, self.encoder.embedding_table)  # [B, P, V]
+    return outputs
+
+  @property
+  def checkpoint_items(self):
+    """Objects to track in a tf.train.Checkpoint; `encoder` alone restores fine-tuning models."""
+    return dict(encoder=self.encoder, masked_lm=self.masked_lm,
+                sentence_order=self.sentence_order)
+
+  def get_config(self):
+    return dict(encoder=self.encoder.config.to_dict(), name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(keras.Model):
+  """An encoder + the original classification head (`output_weights`, `output_bias`).
+
+  Called with the encoder's inputs it returns float32 logits [B, num_classes]
+  (num_classes=1: a regression score). The encoder is an AlbertEncoder or any
+  layer with the same dict interface, such as `hub.KerasLayer` of an exported
+  encoder SavedModel.
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset to build one) or a layer
+      mapping the three int32 inputs to a dict with `pooled_output`.
+    num_classes: number of labels.
+    dropout_rate: dropout on the pooled output in training.
+    initializer_range: stddev of the head's initializer.
+    seed: seed of the head's initializer.
+  """
+
+  def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    self.num_classes = num_classes
+    self.classifier = AlbertClassificationHead(num_classes, dropout_rate, initializer_range,
+                                               seed=seed, name="classifier")
+    self.classifier.build([None, _hidden_size(self.encoder)])
+    self.built = True
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    encoder_inputs = {k: inputs[k] for k in ENCODER_INPUTS}
+    pooled = self.encoder(encoder_inputs, training=training)["pooled_output"]    # [B, H]
+    return self.classifier(pooled, training=training)                             # [B, C]
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder, classifier=self.classifier)
+
+  def original_head_variables(self) -> Dict[str, tf.Variable]:
+    """The head's variables under the original run_classifier.py names."""
+    return {"output_weights": self.classifier.output_weights,
+            "output_bias": self.classifier.output_bias}
+
+  def get_config(self):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError("get_config needs an AlbertEncoder; save a hub-based "
+                                "classifier as a SavedModel instead")
+    return dict(encoder=self.encoder.config.to_dict(), num_classes=self.num_classes,
+                dropout_rate=self.classifier.dropout_rate,
+                initializer_range=self.classifier.initializer_range,
+                seed=self.classifier.seed, name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertQuestionAnswerer(keras.Model):
+  """An encoder + the original SQuAD head: v1.1 span logits, or the v2.0 head with
+  answer verification.
+
+  Called with the encoder's inputs it returns (float32):
+  - v1.1: start_logits, end_logits [B, S];
+  - v2.0 (inputs also hold `p_mask` [B, S]): with `start_positions` [B] in the
+    inputs (training), start_log_probs, end_log_probs [B, S] and cls_logits
+    [B]; without, the top-k outputs of AlbertSpanV2Head.
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset) or a layer with the same
+      dict interface returning `sequence_output` (e.g. hub.KerasLayer).
+    version_2_with_negative: use the v2.0 head.
+    start_n_top, end_n_top: beam sizes of the v2.0 head at inference.
+    dropout_rate: dropout in the v2.0 answer-class branch.
+    initializer_range: stddev of the head's initializers.
+    seed: seed of the head's initializers.
+  """
+
+  def __init__(self, encoder, version_2_with_negative: bool = False, start_n_top: int = 5,
+               end_n_top: int = 5, dropout_rate: float = 0.1, initializer_range: float = 0.02,
+               seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    self.version_2_with_negative = version_2_with_negative
+    hidden = _hidden_size(self.encoder)
+    if version_2_with_negative:
+      self.span = AlbertSpanV2Head(hidden, start_n_top, end_n_top, dropout_rate,
+                                   initializer_range, seed=seed, name="squad_v2")
+    else:
+      self.span = AlbertSpanHead(initializer_range, seed=seed, name="squad")
+    self.span.build([None, None, hidden])
+    self._kwargs = dict(start_n_top=start_n_top, end_n_top=end_n_top, dropout_rate=dropout_rate,
+                        initializer_range=initializer_range, seed=seed)
+    self.built = True
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
+    sequence = self.encoder({k: inputs[k] for k in ENCODER_INPUTS},
+                            training=training)["sequence_output"]            # [B, S, H]
+    if not self.version_2_with_negative:
+      return self.span(sequence)
+    return self.span(sequence, inputs["p_mask"], inputs.get("start_positions"),
+                     training=training)
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder, squad=self.span)
+
+  def original_head_variables(self) -> Dict[str, tf.Variable]:
+    """The head's variables under the original squad_utils.py names."""
+    if not self.version_2_with_negative:
+      return {"cls/squad/output_weights": self.span.output_weights,
+              "cls/squad/output_bias": self.span.output_bias}
+    head = self.span
+    names = {}
+    for scope, layer in (("start_logits/dense", head.start_dense),
+                         ("end_logits/dense_0", head.end_dense_0),
+                         ("end_logits/dense_1", head.end_dense_1),
+                         ("answer_class/dense_0", head.answer_dense_0),
+                         ("answer_class/dense_1", head.answer_dense_1)):
+      names[scope + "/kernel"] = layer.kernel
+      if layer.use_bias:
+        names[scope + "/bias"] = layer.bias
+    names["end_logits/LayerNorm/gamma"] = head.end_layer_norm.gamma
+    names["end_logits/LayerNorm/beta"] = head.end_layer_norm.beta
+    return names
+
+  def get_config(self):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError("get_config needs an AlbertEncoder; save a hub-based "
+                                "model as a SavedModel instead")
+    return dict(encoder=self.encoder.config.to_dict(),
+                version_2_with_negative=self.version_2_with_negative, name=self.name,
+                **self._kwargs)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertMultipleChoice(keras.Model):
+  """An encoder + the original RACE head: one logit per choice from its pooled output.
+
+  Called with the encoder's inputs shaped [B, C, S] it returns float32 logits
+  [B, C] (softmax over the choices in the loss). The head is the
+  classification head with one output (`output_weights` [1, H], as the
+  original race_utils).
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset) or a layer with the same
+      dict interface (e.g. hub.KerasLayer).
+    dropout_rate: dropout on the pooled output in training.
+    initializer_range: stddev of the head's initializer.
+    seed: seed of the head's initializer.
+  """
+
+  def __init__(self, encoder, dropout_rate: float = 0.1, initializer_range: float = 0.02,
+               seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    self.classifier = AlbertClassificationHead(1, dropout_rate, initializer_range, seed=seed,
+                                               name="classifier")
+    self.classifier.build([None, _hidden_size(self.encoder)])
+    self.built = True
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    shape = tf.shape(inputs["input_word_ids"])                                  # [B, C, S]
+    flat = {k: tf.reshape(inputs[k], [-1, shape[-1]]) for k in ENCODER_INPUTS}  # [B*C, S]
+    pooled = self.encoder(flat, training=training)["pooled_output"]              # [B*C, H]
+    logits = self.classifier(pooled, training=training)                           # [B*C, 1]
+    return tf.reshape(logits, [shape[0], shape[1]])                               # [B, C]
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder, classifier=self.classifier)
+
+  def original_head_variables(self) -> Dict[str, tf.Variable]:
+    return {"output_weights": self.classifier.output_weights,
+            "output_bias": self.classifier.output_bias}
+
+  def get_config(self):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError("get_config needs an AlbertEncoder")
+    return dict(encoder=self.encoder.config.to_dict(),
+                dropout_rate=self.classifier.dropout_rate,
+                initializer_range=self.classifier.initializer_range,
+                seed=self.classifier.seed, name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

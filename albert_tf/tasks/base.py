@@ -1,0 +1,336 @@
+"""What every run shares: the flags common to the scripts, where the encoder and the
+vocabulary come from, the output directory's record of its run, and the sequence of
+a fine-tuning run (check, read, featurize, train, restore the best, evaluate, predict).
+
+A fine-tuning task subclasses `FinetuningTask` and gives only what is its own:
+its inputs and features, its head (`build_model`), its loss per example, its
+dev metric, and what inference writes.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.cli import option
+from albert_tf.files import write_json
+from albert_tf.modeling.checkpoints import load_checkpoint
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, spm_model_from_hub
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training.distribute import get_strategy, is_chief, set_precision
+from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, mean_per_example,
+                                        summarize_per_example)
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+# ----------------------------------------------------------------------------- flags
+
+@dataclasses.dataclass(kw_only=True)
+class RuntimeOptions:
+  """Flags of every training script: where, on what, how precisely, how verbosely."""
+  output_dir: str = option(help="Checkpoints, summaries, results and predictions go here.")
+  distribution_strategy: str = option("one_device", "tf.distribute strategy.",
+                                      choices=STRATEGIES)
+  tpu: Optional[str] = option(None, "TPU address for --distribution_strategy=tpu.")
+  dtype: str = option("float32", "Compute dtype (variables stay float32; float16 uses loss "
+                      "scaling).", choices=DTYPES)
+  jit_compile: bool = option(False, "Compile the training step with XLA.")
+  seed: int = option(12345, "Seed of the initialization and the data order.")
+  log_steps: int = option(10, "Steps between training summaries.")
+  progress: bool = option(True, "Show progress bars.")
+
+
+@dataclasses.dataclass(kw_only=True)
+class ModelOptions:
+  """Where the model and its vocabulary come from (the original flags)."""
+  albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
+  init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint to "
+                                          "start from.")
+  albert_hub_module_handle: Optional[str] = option(
+      None, "An encoder SavedModel written by hub_export/export.py.")
+  spm_model_file: Optional[str] = option(None, "SentencePiece model, or from_tf_hub.")
+  do_lower_case: bool = option(True, "Lower-case the input (every released model does).")
+
+
+@dataclasses.dataclass(kw_only=True)
+class FinetuningOptions(ModelOptions, RuntimeOptions):
+  """Flags every fine-tuning script shares; each script sets its own defaults."""
+  max_seq_length: int = option(512, "Sequence length after tokenization and packing.")
+  do_train: bool = option(False, "Fine-tune.")
+  do_predict: bool = option(False, "Predict.")
+  train_batch_size: int = option(32, "Global training batch size.")
+  predict_batch_size: int = option(8, "Prediction batch size.")
+  learning_rate: float = option(5e-5, "Peak learning rate.")
+  save_checkpoints_steps: int = option(1000, "Steps between checkpoints (each is evaluated "
+                                       "on dev).")
+  optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
+  dropout_prob: float = option(0.1, "Dropout on the pooled output.")
+
+
+# ----------------------------------------------------------------------------- model source
+
+@dataclasses.dataclass
+class ModelSource:
+  """The encoder and tokenizer a fine-tuning run starts from."""
+  config: AlbertConfig
+  tokenizer: FullTokenizer
+  hub_handle: Optional[str] = None       # a local encoder SavedModel from hub_export
+  init_checkpoint: Optional[str] = None  # original TF1 or albert_tf checkpoint
+
+  def build_encoder(self):
+    """A fresh AlbertEncoder, or the SavedModel as a trainable hub.KerasLayer."""
+    if self.hub_handle:
+      import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+      return hub.KerasLayer(self.hub_handle, trainable=True, name="albert_hub")
+    return AlbertEncoder(self.config)
+
+  def initialize(self, model) -> None:
+    """Loads --init_checkpoint into a task model (hub weights are already in place)."""
+    if self.init_checkpoint:
+      report = load_checkpoint(model, self.init_checkpoint)
+      print(f"Initialized from {report.path} ({len(report.loaded)} variables"
+            + (f"; fresh: {', '.join(report.freshly_initialized)}"
+               if report.freshly_initialized else "") + ")")
+    elif not self.hub_handle:
+      logging.warning("No --init_checkpoint and no --albert_hub_module_handle: "
+                      "fine-tuning from random weights")
+
+  def record(self) -> dict:
+    """What identifies the model and vocabulary in run_config.json."""
+    return dict(model=self.config.to_dict(),
+                hub=os.path.abspath(self.hub_handle) if self.hub_handle else None,
+                spm_model_file=os.path.abspath(self.tokenizer.spm_model_file),
+                do_lower_case=self.tokenizer.do_lower_case)
+
+
+def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource:
+  """Reads and cross-checks the model flags; every error names the flag or file.
+
+  Checks: exactly one model description (config file or hub handle), the
+  checkpoint exists, the SentencePiece model loads and its size equals the
+  model's vocab_size, and max_seq_length fits max_position_embeddings.
+  """
+  hub_handle, spm_model_file = opts.albert_hub_module_handle, opts.spm_model_file
+  do_lower_case = opts.do_lower_case
+  if hub_handle:
+    if not os.path.isdir(hub_handle):
+      raise FileNotFoundError(f"--albert_hub_module_handle={hub_handle} is not a "
+                              "directory (a SavedModel written by hub_export/export.py)")
+    hub_module = load_saved_model(hub_handle)  # read once for config and vocabulary
+    config = config_from_hub(hub_module)
+    if opts.albert_config_file:
+      logging.warning("--albert_config_file is ignored: the config comes from the SavedModel")
+  elif opts.albert_config_file:
+    config = AlbertConfig.from_json_file(opts.albert_config_file)
+  else:
+    raise ValueError("pass --albert_config_file (with --init_checkpoint) or "
+                     "--albert_hub_module_handle")
+  init = opts.init_checkpoint
+  if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
+    raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
+                            f"({init}.index not found)")
+  if not spm_model_file:
+    raise ValueError("--spm_model_file is required (a path, or from_tf_hub with "
+                     "--albert_hub_module_handle)")
+  if spm_model_file == FROM_TF_HUB:
+    if not hub_handle:
+      raise ValueError("--spm_model_file=from_tf_hub needs --albert_hub_module_handle")
+    spm_model_file, do_lower_case = spm_model_from_hub(hub_module)
+  elif not os.path.exists(spm_model_file):
+    raise FileNotFoundError(f"--spm_model_file={spm_model_file} not found")
+  tokenizer = FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+  if tokenizer.vocab_size != config.vocab_size:
+    raise ValueError(f"the vocabulary {spm_model_file} has {tokenizer.vocab_size} pieces but the "
+                     f"model's vocab_size is {config.vocab_size}; use the model's own "
+                     "SentencePiece model")
+  if max_seq_length > config.max_position_embeddings:
+    raise ValueError(f"--max_seq_length={max_seq_length} exceeds the model's "
+                     f"max_position_embeddings={config.max_position_embeddings}")
+  if max_seq_length < 3:
+    raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
+  return ModelSource(config, tokenizer, hub_handle, init)
+
+
+def claim_output_dir(output_dir: str, record: dict, strategy=None) -> None:
+  """Records what a run is in `output_dir/run_config.json`; refuses a directory that
+  holds another run (a rerun of the same one resumes). Only the chief of a
+  multi-worker cluster claims."""
+  if strategy is not None and not is_chief(strategy):
+    return
+  path = os.path.join(output_dir, "run_config.json")
+  record = json.loads(json.dumps(record, sort_keys=True))
+  if os.path.exists(path):
+    with open(path) as f:
+      previous = json.load(f)
+    if previous != record:
+      changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+      raise ValueError(f"--output_dir={output_dir} holds another run ({path} differs in: "
+                       f"{', '.join(changed)}); use a new --output_dir, or the same flags "
+                       "to resume")
+    return
+  if os.path.isdir(output_dir) and os.listdir(output_dir):
+    raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
+                     "albert_tf run); use a new --output_dir")
+  os.makedirs(output_dir, exist_ok=True)
+  write_json(path, record, indent=2, sort_keys=True)
+
+
+# ----------------------------------------------------------------------------- fine-tuning
+
+class FinetuningTask:
+  """One fine-tuning run: every input checked before any work, then train / infer.
+
+  Subclasses set `name` and `best_metric` and implement `check_options`,
+  `read_inputs`, `build_features`, `build_model`, `per_example_loss`,
+  `train_dataset`, `evaluate` and `infer`; they may override `run_record`,
+  `train_steps`, `warmup_steps` and `needs_inference`.
+  """
+  name = "fine-tuning"
+  best_metric = "accuracy"
+
+  def __init__(self, opts: FinetuningOptions):
+    self.opts = opts
+    self.check_options()
+    self.read_inputs()
+    self.source = resolve_model_source(opts, opts.max_seq_length)
+    self.strategy = get_strategy(opts.distribution_strategy, opts.tpu)
+    self.check_outputs()
+    claim_output_dir(opts.output_dir, dict(task=self.name, **self.source.record(),
+                                           max_seq_length=opts.max_seq_length,
+                                           **self.run_record()), self.strategy)
+    self.build_features()
+    self._predict_fns = {}
+
+  # -- what a task gives
+
+  def check_options(self) -> None:
+    """Flag errors that need no file."""
+
+  def read_inputs(self) -> None:
+    """Reads and checks every input file."""
+
+  def check_outputs(self) -> None:
+    """Checks output targets before the output directory is claimed."""
+
+  def run_record(self) -> dict:
+    """Settings besides the model that make a run another run."""
+    return {}
+
+  def build_features(self) -> None:
+    """Builds or reuses the cached features."""
+
+  def build_model(self):
+    raise NotImplementedError
+
+  def per_example_loss(self, model, batch, training) -> Dict[str, tf.Tensor]:
+    """Float32 [b] tensors: `loss` (optimized) and metrics, each averaged for the logs."""
+    raise NotImplementedError
+
+  def train_dataset(self) -> tf.data.Dataset:
+    raise NotImplementedError
+
+  def evaluate(self, model) -> Optional[Dict[str, float]]:
+    """Dev metrics of `model`, including `best_metric`."""
+    raise NotImplementedError
+
+  def can_evaluate(self) -> bool:
+    return True
+
+  def train_steps(self) -> int:
+    return self.opts.train_step
+
+  def warmup_steps(self) -> int:
+    return self.opts.warmup_step
+
+  def keep_checkpoint_max(self) -> int:
+    return self.opts.keep_checkpoint_max
+
+  def needs_inference(self) -> bool:
+    return self.opts.do_predict or getattr(self.opts, "do_eval", False)
+
+  def infer(self, model, weights: str) -> Dict[str, Dict[str, float]]:
+    """Evaluates / predicts / exports with the restored `model`; returns results."""
+    raise NotImplementedError
+
+  # -- the Trainer's view of the task
+
+  def step_metrics(self, model, batch, training, global_batch):
+    return mean_per_example(self.per_example_loss(model, batch, training), global_batch)
+
+  def summarize(self, sums, steps: int, global_batch: int) -> Dict[str, float]:
+    return summarize_per_example(sums, steps, global_batch)
+
+  # -- the run
+
+  def run(self) -> Dict[str, Dict[str, float]]:
+    """Trains (if --do_train), then restores the best weights and infers."""
+    results = {}
+    if self.opts.do_train:
+      results["train"] = self.train()
+    if not self.needs_inference():
+      return results
+    set_precision(self.opts.dtype)
+    with self.strategy.scope():
+      model = self.build_model()
+    weights = self.restore_for_inference(model)
+    print(f"Evaluating / predicting with {weights}")
+    results.update(self.infer(model, weights))
+    return results
+
+  def train(self) -> Dict[str, float]:
+    opts = self.opts
+    steps = self.train_steps()
+    trainer_opts = TrainerOptions(
+        output_dir=opts.output_dir, train_steps=steps, warmup_steps=self.warmup_steps(),
+        learning_rate=opts.learning_rate, optimizer=opts.optimizer,
+        train_batch_size=opts.train_batch_size,
+        save_checkpoints_steps=opts.save_checkpoints_steps,
+        keep_checkpoint_max=self.keep_checkpoint_max(), dtype=opts.dtype, seed=opts.seed,
+        log_steps=opts.log_steps, progress=opts.progress, jit_compile=opts.jit_compile,
+        description="fine-tuning")
+    tf.random.set_seed(opts.seed)  # the shuffle order depends on the global seed too
+    trainer = Trainer(trainer_opts, self.strategy, self, self.train_dataset(),
+                      evaluate_fn=self.evaluate if self.can_evaluate() else None,
+                      best_metric=self.best_metric, initialize=self.source.initialize)
+    result = trainer.train()
+    best = trainer.best()
+    if best:
+      print(f"Best dev {self.best_metric} {best[1]:.4f} at step {best[0]}: "
+            f"{os.path.join(opts.output_dir, BEST_PREFIX)}")
+    return result
+
+  def restore_for_inference(self, model) -> str:
+    """Loads model.ckpt-best of the output dir, else its latest checkpoint, else the
+    source's initial weights; returns what was loaded."""
+    best = os.path.join(self.opts.output_dir, BEST_PREFIX)
+    latest = tf.train.latest_checkpoint(self.opts.output_dir)
+    for prefix in (best, latest):
+      if prefix and tf.io.gfile.exists(prefix + ".index"):
+        tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
+        return prefix
+    self.source.initialize(model)
+    return self.source.init_checkpoint or self.source.hub_handle or "random initialization"
+
+  def predict(self, model, data: tf.data.Dataset, inputs: Optional[List[str]] = None):
+    """Yields (batch, outputs as NumPy) over `data`, with one traced function per model."""
+    if id(model) not in self._predict_fns:
+      keys = inputs
+      self._predict_fns[id(model)] = tf.function(
+          lambda batch: model(batch if keys is None else {k: batch[k] for k in keys},
+                              training=False))
+    predict = self._predict_fns[id(model)]
+    for batch in data:
+      outputs = predict(batch)
+      yield batch, tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+  def predict_logits(self, model, data: tf.data.Dataset) -> np.ndarray:
+    """The model's outputs [N, ...] over `data`, in order."""
+    return np.concatenate([out for _, out in self.predict(model, data)], axis=0)

@@ -1,0 +1,207 @@
+"""GLUE fine-tuning, evaluation, prediction and serving export: what run_classifier.py does.
+
+Training evaluates every saved checkpoint on dev and keeps the best as
+`model.ckpt-best` (with `best_trial.txt`); `--do_eval` then reports the best
+checkpoint's dev metrics in `eval_results.txt`, `--do_predict` writes the GLUE
+submission files (`<TASK>.tsv`: index, prediction) from it, and `--export_dir`
+saves it as a SavedModel that takes raw sentences.
+"""
+
+import dataclasses
+import os
+from typing import Dict, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.cli import option
+from albert_tf.data import glue
+from albert_tf.files import atomic_open, write_results
+from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
+from albert_tf.training import metrics as metrics_lib
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierOptions(FinetuningOptions):
+  """run_classifier.py's flags (the original's, plus strategy, dtype and seed)."""
+  data_dir: str = option(help="The task's GLUE directory (or the GLUE root).")
+  task_name: str = option(help="CoLA, MNLI, MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI or AX "
+                          "(case-insensitive).")
+  do_train: bool = option(False, "Fine-tune on train.tsv.")
+  do_eval: bool = option(False, "Evaluate the best checkpoint on dev.")
+  do_predict: bool = option(False, "Write GLUE submission files for the test split.")
+  eval_batch_size: int = option(8, "Evaluation batch size.")
+  train_step: int = option(1000, "Training steps.")
+  warmup_step: int = option(0, "Linear warmup steps.")
+  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
+                                    "apart).")
+  cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "
+                                     "--output_dir).")
+  export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel (raw text in, "
+                                     "probabilities out) of the best checkpoint here.")
+  skip_malformed_rows: bool = option(False, "Skip rows with the wrong number of fields, with a "
+                                     "warning (the original did so for QQP), instead of failing.")
+
+
+def per_example_loss(task: glue.GlueTask):
+  """The original losses: softmax cross-entropy, or squared error for regression."""
+  def loss_fn(model, batch, training):
+    logits = model(batch, training=training)                                  # [b, C]
+    labels = batch["label_ids"]
+    if task.is_regression:
+      return dict(loss=tf.square(logits[:, 0] - labels))
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
+    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
+    return dict(loss=loss, accuracy=correct)
+  return loss_fn
+
+
+def majority_baseline(train: Sequence[glue.InputExample], dev: Sequence[glue.InputExample],
+                      task: glue.GlueTask) -> Dict[str, float]:
+  """Dev metrics of always predicting the training set's most common label."""
+  labels = [glue.label_id(task, e.label) for e in dev]
+  if task.is_regression:
+    mean = float(np.mean([glue.label_id(task, e.label) for e in train]))
+    return {"mse": float(np.mean((np.asarray(labels) - mean) ** 2))}
+  counts = np.bincount([glue.label_id(task, e.label) for e in train], minlength=task.num_labels)
+  majority = int(np.argmax(counts))
+  return metrics_lib.glue_metrics(task.metrics, labels, [majority] * len(labels))
+
+
+class GlueRun(FinetuningTask):
+  """One run_classifier.py invocation."""
+
+  def check_options(self):
+    opts = self.opts
+    self.task = glue.get_task(opts.task_name)
+    self.name, self.best_metric = self.task.name, self.task.best_metric
+    if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
+      raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
+    if opts.do_train and "train" not in self.task.splits:
+      raise ValueError(f"{self.task.name} has no training data; predict it with the model of "
+                       "another task (AX: an MNLI model via --init_checkpoint)")
+    if opts.do_eval and not self.task.dev_splits:
+      raise ValueError(f"{self.task.name} has no dev split to evaluate")
+
+  def read_inputs(self):
+    opts = self.opts
+    self.splits = (["train"] if opts.do_train else []) \
+        + (self.task.dev_splits if (opts.do_train or opts.do_eval) else []) \
+        + (self.task.test_splits if opts.do_predict else [])
+    self.examples = {split: glue.read_examples(opts.data_dir, self.task, split,
+                                               opts.skip_malformed_rows)
+                     for split in self.splits}
+
+  def check_outputs(self):
+    export_dir = self.opts.export_dir
+    if export_dir and os.path.exists(export_dir) and os.listdir(export_dir):
+      raise FileExistsError(f"--export_dir={export_dir} exists and is not empty")
+
+  def build_features(self):
+    opts = self.opts
+    self.records = {split: glue.cached_features(
+        opts.data_dir, self.task, split, self.source.tokenizer, opts.max_seq_length,
+        opts.cached_dir or opts.output_dir, self.examples[split], opts.skip_malformed_rows,
+        opts.progress) for split in self.splits}
+
+  def needs_inference(self):
+    return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
+
+  # -- model
+
+  def build_model(self) -> AlbertClassifier:
+    return AlbertClassifier(self.source.build_encoder(), self.task.num_labels,
+                            dropout_rate=self.opts.dropout_prob,
+                            initializer_range=self.source.config.initializer_range,
+                            seed=self.opts.seed)
+
+  def per_example_loss(self, model, batch, training):
+    return per_example_loss(self.task)(model, batch, training)
+
+  def train_dataset(self):
+    opts = self.opts
+    return glue.dataset(self.records["train"], self.task, opts.max_seq_length,
+                        opts.train_batch_size, is_training=True, seed=opts.seed)
+
+  def split_logits(self, model, split: str) -> np.ndarray:
+    """Logits [N, C] for every example of a split, in file order."""
+    batch_size = self.opts.eval_batch_size if split.startswith("dev") \
+        else self.opts.predict_batch_size
+    return self.predict_logits(model, glue.dataset(
+        self.records[split], self.task, self.opts.max_seq_length, batch_size, is_training=False))
+
+  def evaluate(self, model) -> Dict[str, float]:
+    """Dev metrics; MNLI's mismatched dev set is reported with a `mismatched_` prefix."""
+    result = {}
+    for split in self.task.dev_splits:
+      logits = self.split_logits(model, split)
+      labels = np.array([glue.label_id(self.task, e.label) for e in self.examples[split]])
+      if self.task.is_regression:
+        predictions = logits[:, 0]
+        loss = float(np.mean((predictions - labels) ** 2))
+      else:
+        predictions = logits.argmax(-1)
+        log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+        loss = float(-np.mean(log_probs[np.arange(len(labels)), labels]))
+      values = metrics_lib.glue_metrics(self.task.metrics, labels, predictions, loss)
+      prefix = "" if split == "dev" else split[len("dev_"):] + "_"
+      result.update({prefix + k: v for k, v in values.items()})
+    return result
+
+  # -- inference
+
+  def infer(self, model, weights):
+    opts, results = self.opts, {}
+    if opts.do_eval:
+      results["eval"] = self.write_eval_results(model)
+    if opts.do_predict:
+      results["predict"] = {"files": len(self.write_predictions(model))}
+    if opts.export_dir:
+      from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
+      pairs = any(s.text_b is not None for s in self.task.splits.values())
+      export_classifier(model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
+                        self.task.labels, pairs=pairs)
+      print(f"Exported the end-to-end classifier SavedModel to {opts.export_dir}")
+    return results
+
+  def write_eval_results(self, model) -> Dict[str, float]:
+    result = self.evaluate(model)
+    best_file = os.path.join(self.opts.output_dir, "best_trial.txt")
+    step = None
+    if os.path.exists(best_file):
+      with open(best_file) as f:
+        step = int(f.readline().split("=")[1])
+    result = dict(global_step=step if step is not None else -1, **result)
+    if "train" in self.examples:
+      baseline = majority_baseline(self.examples["train"], self.examples["dev"], self.task)
+      result.update({f"majority_baseline_{k}": v for k, v in baseline.items()})
+    write_results(os.path.join(self.opts.output_dir, "eval_results.txt"), result)
+    for k, v in result.items():
+      logging.info("eval %s = %s", k, v)
+    return result
+
+  def write_predictions(self, model) -> List[str]:
+    """GLUE submission files: `<TASK>.tsv` with `index` and `prediction` (label strings)."""
+    written = []
+    for split in self.task.test_splits:
+      examples = self.examples[split]
+      logits = self.split_logits(model, split)
+      path = os.path.join(self.opts.output_dir, self.task.submission[split] + ".tsv")
+      with atomic_open(path) as f:
+        f.write("index\tprediction\n")
+        for example, row in zip(examples, logits):
+          if self.task.is_regression:
+            prediction = f"{float(row[0]):.3f}"
+          else:
+            prediction = self.task.labels[int(row.argmax())]
+          f.write(f"{example.guid}\t{prediction}\n")
+      written.append(path)
+      print(f"Wrote {len(examples)} predictions to {path}")
+    return written
+
+
+def run(opts: ClassifierOptions) -> Dict[str, Dict[str, float]]:
+  """Checks the flags and inputs, then trains / evaluates / predicts / exports."""
+  return GlueRun(opts).run()

@@ -1,0 +1,183 @@
+"""ALBERT pretraining (masked LM + sentence order): what run_pretraining.py does.
+
+Loss = masked-LM cross-entropy weighted by `masked_lm_weights` (normalized by
+the weights of the whole global batch) + sentence-order cross-entropy (mean
+over the global batch), so any number of replicas computes the loss of one
+device at the same global batch. The loop is the shared Trainer (LAMB or
+AdamW, the original schedule, exact resume); every worker reads the same
+seeded input pipeline and each replica takes its slice of the global batch.
+"""
+
+import dataclasses
+import os
+from typing import Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from albert_tf.cli import option
+from albert_tf.data import pretraining as data
+from albert_tf.files import expand_files, write_results
+from albert_tf.modeling.checkpoints import load_checkpoint, save_original_checkpoint
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.models import AlbertPretrainer
+from albert_tf.tasks.base import RuntimeOptions, claim_output_dir
+from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
+from albert_tf.training.trainer import Trainer, TrainerOptions
+
+METRIC_NAMES = ("loss", "masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss",
+                "sentence_order_accuracy")
+
+
+@dataclasses.dataclass(kw_only=True)
+class PretrainingOptions(RuntimeOptions):
+  """run_pretraining.py's flags (the original's, plus strategy, dtype and seed)."""
+  input_file: str = option(help="Pretraining TFRecords: comma-separated paths or globs.")
+  albert_config_file: str = option(help="albert_config.json of the model to train.")
+  init_checkpoint: Optional[str] = option(None, "Initial weights: original TF1 or albert_tf "
+                                          "checkpoint.")
+  do_train: bool = option(False, "Train.")
+  do_eval: bool = option(False, "Evaluate on --input_file after training.")
+  train_batch_size: int = option(4096, "Global training batch size.")
+  eval_batch_size: int = option(64, "Global evaluation batch size.")
+  max_seq_length: int = option(512, "Sequence length of the data.")
+  max_predictions_per_seq: int = option(20, "Masked-LM predictions per sequence in the data.")
+  optimizer: str = option("lamb", "Optimizer.", choices=("lamb", "adamw"))
+  learning_rate: float = option(0.00176, "Peak learning rate.")
+  poly_power: float = option(1.0, "Power of the polynomial decay.")
+  num_train_steps: int = option(125000, "Training steps.")
+  num_warmup_steps: int = option(3125, "Linear warmup steps.")
+  start_warmup_step: int = option(0, "Step at which the warmup starts.")
+  save_checkpoints_steps: int = option(5000, "Steps between checkpoints.")
+  keep_checkpoint_max: int = option(5, "Checkpoints to keep.")
+  max_eval_steps: int = option(100, "Evaluation batches.")
+  log_steps: int = option(100, "Steps between summaries.")
+  export_original_checkpoint: bool = option(
+      True, "Also write the final weights as model.ckpt-<step> in the original TF1 names.")
+
+
+def batch_metrics(outputs, batch, global_batch: float, mlm_weight_sum):
+  """Per-replica sums whose all-reduced values are the global batch's losses and counts."""
+  logits = tf.cast(outputs["mlm_logits"], tf.float32)                        # [b, P, V]
+  ids, weights = batch["masked_lm_ids"], batch["masked_lm_weights"]          # [b, P]
+  per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(ids, logits)   # [b, P]
+  mlm_loss = tf.reduce_sum(per_token * weights) / (mlm_weight_sum + 1e-5)
+  sop_logits = tf.cast(outputs["sop_logits"], tf.float32)                   # [b, 2]
+  labels = batch["next_sentence_labels"]                                     # [b]
+  sop_loss = tf.reduce_sum(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels, sop_logits)) / global_batch
+  mlm_correct = tf.reduce_sum(
+      tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32) * weights)
+  sop_correct = tf.reduce_sum(
+      tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=tf.int32), labels), tf.float32))
+  return dict(loss=mlm_loss + sop_loss, masked_lm_loss=mlm_loss, sentence_order_loss=sop_loss,
+              mlm_correct=mlm_correct, mlm_count=tf.reduce_sum(weights), sop_correct=sop_correct,
+              sop_count=tf.cast(tf.size(labels), tf.float32))
+
+
+class Pretraining:
+  """The pretraining task on the shared Trainer: `train()` and `evaluate()`."""
+
+  def __init__(self, opts: PretrainingOptions, strategy: Optional[tf.distribute.Strategy] = None):
+    self.opts = opts
+    if not (opts.do_train or opts.do_eval):
+      raise ValueError("at least one of --do_train and --do_eval must be set")
+    self.strategy = strategy or get_strategy(opts.distribution_strategy, opts.tpu)
+    self.files = expand_files(opts.input_file)
+    data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
+    self.config = AlbertConfig.from_json_file(opts.albert_config_file)
+    if opts.max_seq_length > self.config.max_position_embeddings:
+      raise ValueError(f"--max_seq_length={opts.max_seq_length} exceeds max_position_embeddings="
+                       f"{self.config.max_position_embeddings} of {opts.albert_config_file}")
+    check_batch_sizes(self.strategy, train_batch_size=opts.train_batch_size,
+                      eval_batch_size=opts.eval_batch_size)
+    claim_output_dir(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
+                     self.strategy)
+    saved = os.path.join(opts.output_dir, "albert_config.json")
+    if is_chief(self.strategy) and not os.path.exists(saved):
+      self.config.to_json_file(saved)  # what fine-tuning and export read
+    tf.random.set_seed(opts.seed)  # the data order depends on the global seed too
+    train_data = data.dataset(self.files, opts.train_batch_size, opts.max_seq_length,
+                              opts.max_predictions_per_seq, True, opts.seed)
+    self.trainer = Trainer(TrainerOptions(
+        output_dir=opts.output_dir, train_steps=opts.num_train_steps,
+        warmup_steps=opts.num_warmup_steps, start_warmup_step=opts.start_warmup_step,
+        poly_power=opts.poly_power, learning_rate=opts.learning_rate, optimizer=opts.optimizer,
+        train_batch_size=opts.train_batch_size,
+        save_checkpoints_steps=opts.save_checkpoints_steps,
+        keep_checkpoint_max=opts.keep_checkpoint_max, dtype=opts.dtype, seed=opts.seed,
+        log_steps=opts.log_steps, progress=opts.progress, jit_compile=opts.jit_compile,
+        description="pretraining"), self.strategy, self, train_data, initialize=self._initialize)
+    self.model = self.trainer.model
+
+  # -- the Trainer's view of the task
+
+  def build_model(self) -> AlbertPretrainer:
+    return AlbertPretrainer(self.config)
+
+  def _initialize(self, model) -> None:
+    if self.opts.init_checkpoint:
+      report = load_checkpoint(model, self.opts.init_checkpoint)
+      print(f"Initialized from {report.path} ({len(report.loaded)} variables)")
+
+  def step_metrics(self, model, batch, training, global_batch):
+    ctx = tf.distribute.get_replica_context()
+    weight_sum = ctx.all_reduce("sum", tf.reduce_sum(batch["masked_lm_weights"]))
+    sums = batch_metrics(model(batch, training=training), batch, float(global_batch), weight_sum)
+    return sums["loss"], sums
+
+  def summarize(self, sums, steps: int, global_batch: int) -> Dict[str, float]:
+    """Mean losses over `steps` and accuracies over all counted predictions."""
+    sums = {k: float(v) / steps if k.endswith("loss") else float(v) for k, v in sums.items()}
+    return dict(loss=sums["loss"], masked_lm_loss=sums["masked_lm_loss"],
+                sentence_order_loss=sums["sentence_order_loss"],
+                masked_lm_accuracy=sums["mlm_correct"] / max(sums["mlm_count"], 1e-9),
+                sentence_order_accuracy=sums["sop_correct"] / max(sums["sop_count"], 1e-9))
+
+  @property
+  def step(self) -> int:
+    return self.trainer.step
+
+  # -- the run
+
+  def train(self) -> Dict[str, float]:
+    """Trains to `num_train_steps` from wherever the checkpoints left off."""
+    last = self.trainer.train()
+    if self.trainer.is_chief and self.opts.export_original_checkpoint:
+      prefix = os.path.join(self.opts.output_dir, f"model.ckpt-{self.step}")
+      if not tf.io.gfile.exists(prefix + ".index"):
+        save_original_checkpoint(self.model, prefix, global_step=self.step)
+        print(f"Wrote the final checkpoint in the original TF1 names: {prefix}")
+    return last
+
+  def evaluate(self) -> Dict[str, float]:
+    """`max_eval_steps` batches of `input_file`; writes eval_results.txt."""
+    opts = self.opts
+    batches = data.dataset(self.files, opts.eval_batch_size, opts.max_seq_length,
+                           opts.max_predictions_per_seq, is_training=False)
+    try:
+      result = self.trainer.evaluate_batches(batches, opts.eval_batch_size, opts.max_eval_steps)
+    except ValueError:
+      raise ValueError(f"--input_file has fewer than --eval_batch_size={opts.eval_batch_size} "
+                       "records") from None
+    result = dict(global_step=self.step, **{k: result[k] for k in METRIC_NAMES})
+    if self.trainer.is_chief:
+      write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
+      with tf.summary.create_file_writer(os.path.join(opts.output_dir, "eval")).as_default(
+          step=self.step):
+        for k in METRIC_NAMES:
+          tf.summary.scalar(k, result[k])
+    for k, v in result.items():
+      logging.info("eval %s = %s", k, v)
+    return result
+
+
+def run(opts: PretrainingOptions, strategy=None) -> Dict[str, Dict[str, float]]:
+  """Trains and/or evaluates as the flags say; returns {"train": ..., "eval": ...}."""
+  task = Pretraining(opts, strategy)
+  results = {}
+  if opts.do_train:
+    results["train"] = task.train()
+  if opts.do_eval:
+    results["eval"] = task.evaluate()
+  return results

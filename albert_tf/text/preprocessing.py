@@ -1,0 +1,207 @@
+"""ALBERT tokenization and segment packing as TensorFlow ops (tensorflow-text).
+
+`AlbertTokenizer` turns a batch of strings into the same ids as
+`tokenization.FullTokenizer` (normalization, SentencePiece and the
+digit-comma rule, all in-graph), and `AlbertPacker` packs one or two
+tokenized segments like `packing.pack_inputs`. Both run inside `tf.data`
+and inside SavedModels.
+"""
+
+import functools
+import sys
+import unicodedata
+from typing import Dict, Sequence, Union
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+import tf_keras as keras
+
+from albert_tf.text import tokenization
+
+_UNDERLINE = tokenization.SPIECE_UNDERLINE
+
+
+@functools.lru_cache(maxsize=None)
+def _char_class(kind: str) -> str:
+  """An RE2 character class of every code point for which Python's predicate holds.
+
+  Built from Python's own `str.isspace`, `str.isdigit` and
+  `unicodedata.combining`, so the in-graph rules match `preprocess_text`
+  and the digit-comma rule character for character.
+  """
+  predicate = {"space": str.isspace, "digit": str.isdigit,
+               "combining": lambda c: unicodedata.combining(c) != 0}[kind]
+  ranges, start, prev = [], None, None
+  for cp in range(sys.maxunicode + 1):
+    if 0xD800 <= cp <= 0xDFFF:
+      continue
+    if predicate(chr(cp)):
+      if start is None:
+        start = cp
+      elif cp != prev + 1:
+        ranges.append((start, prev))
+        start = cp
+      prev = cp
+  if start is not None:
+    ranges.append((start, prev))
+  return "[" + "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
+                       for a, b in ranges) + "]"
+
+
+def normalize(strings: tf.Tensor, lower: bool = True) -> tf.Tensor:
+  """`tokenization.preprocess_text` on a string tensor of any shape."""
+  x = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
+  x = tf.strings.regex_replace(x, _char_class("space") + "+", " ")
+  x = tf.strings.regex_replace(x, "^ | $", "")
+  x = tf.strings.regex_replace(x, "``|''", '"')
+  x = tf_text.normalize_utf8(x, "NFKD")
+  x = tf.strings.regex_replace(x, _char_class("combining"), "")
+  if lower:
+    x = tf.strings.lower(x, encoding="utf-8")
+  return x
+
+
+def _read_model(spm_model: Union[str, bytes]) -> bytes:
+  if isinstance(spm_model, bytes):
+    return spm_model
+  with tf.io.gfile.GFile(spm_model, "rb") as f:
+    return f.read()
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertTokenizer(keras.layers.Layer):
+  """Strings [B] -> int32 ids RaggedTensor [B, (T)], identical to FullTokenizer.
+
+  Args:
+    spm_model_file: path of ALBERT's SentencePiece model.
+    do_lower_case: lower-case after normalization.
+  """
+
+  def __init__(self, spm_model_file: str, do_lower_case: bool = True, **kwargs):
+    super().__init__(**kwargs)
+    self.spm_model_file = spm_model_file
+    self.do_lower_case = do_lower_case
+    reference = tokenization.FullTokenizer(do_lower_case=do_lower_case,
+                                           spm_model_file=spm_model_file)
+    self.special_ids = dict(reference.special_ids)
+    self.vocab_size = reference.vocab_size
+    self._sp = tf_text.SentencepieceTokenizer(model=_read_model(spm_model_file),
+                                              out_type=tf.string)
+    self._digit_comma = ".*" + _char_class("digit") + ","
+
+  def tokenize_pieces(self, strings: tf.Tensor) -> tf.RaggedTensor:
+    """Strings [B] -> pieces RaggedTensor [B, (T)] of strings."""
+    pieces = self._sp.tokenize(normalize(strings, self.do_lower_case))     # [B, (P)]
+    split = pieces.with_flat_values(self._split_digit_commas(pieces.flat_values))  # [B, (P), (k)]
+    return split.merge_dims(1, 2)
+
+  def _split_digit_commas(self, flat: tf.Tensor) -> tf.RaggedTensor:
+    """The digit-comma rule on flat pieces [F] -> [F, (k)] replacement pieces."""
+    matched = tf.strings.regex_full_match(flat, self._digit_comma)        # [F]
+    matched_idx = tf.where(matched)[:, 0]
+    kept_idx = tf.where(~matched)[:, 0]
+    pieces = tf.gather(flat, matched_idx)                                   # [M]
+    # Re-encode the piece without its comma and without word-start marks.
+    lengths = tf.strings.length(pieces)
+    stripped = tf.strings.regex_replace(
+        tf.strings.substr(pieces, tf.zeros_like(lengths), lengths - 1), _UNDERLINE, "")
+    again = self._sp.tokenize(stripped)                                     # [M, (k)]
+    # A piece that did not start a word must not gain a word-start mark.
+    starts = again.row_starts()
+    first = tf.gather(again.values, starts)
+    fix = (~tf.strings.regex_full_match(pieces, _UNDERLINE + ".*")
+           & tf.strings.regex_full_match(first, _UNDERLINE + ".*"))
+    drop = fix & tf.equal(first, _UNDERLINE)
+    trimmed = tf.where(fix, tf.strings.substr(first, len(_UNDERLINE.encode()), -1), first)
+    values = tf.tensor_scatter_nd_update(again.values, starts[:, None], trimmed)
+    keep = tf.tensor_scatter_nd_update(tf.ones_like(again.values, tf.bool), starts[:, None], ~drop)
+    again = tf.ragged.boolean_mask(again.with_values(values), again.with_values(keep))
+    commas = tf.RaggedTensor.from_row_lengths(tf.fill(tf.shape(pieces), ","),
+                                              tf.ones_like(matched_idx))
+    replaced = tf.concat([again, commas], axis=1)                           # [M, (k+1)]
+    singles = tf.RaggedTensor.from_row_lengths(tf.gather(flat, kept_idx),
+                                               tf.ones_like(kept_idx))      # [F-M, (1)]
+    order = tf.math.invert_permutation(tf.concat([kept_idx, matched_idx], 0))
+    return tf.gather(tf.concat([singles, replaced], axis=0), order)        # [F, (k)]
+
+  def call(self, strings: tf.Tensor) -> tf.RaggedTensor:
+    """Strings [B] -> int32 ids [B, (T)]."""
+    pieces = self.tokenize_pieces(strings)
+    return pieces.with_flat_values(
+        tf.cast(self._sp.string_to_id(pieces.flat_values), tf.int32))
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(spm_model_file=self.spm_model_file, do_lower_case=self.do_lower_case)
+    return config
+
+
+def _keep_first(segment: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
+  """The first `lengths[i]` items of each row of `segment`."""
+  positions = tf.ragged.range(segment.row_lengths())
+  return tf.ragged.boolean_mask(segment, positions < tf.cast(lengths, positions.dtype)[:, None])
+
+
+def pack_segments(segments: Sequence[tf.RaggedTensor], seq_length, cls_id: int, sep_id: int,
+                  pad_id: int = 0) -> Dict[str, tf.Tensor]:
+  """`[CLS] A [SEP] (B [SEP])` packing of one or two id segments [B, (T)] or [B, (W), (T)].
+
+  `seq_length` may be a Python int or a scalar tensor (the TF-Hub
+  `bert_pack_inputs(..., seq_length=N)` convention). Pairs are truncated as
+  the original `_truncate_seq_pair`. Returns int32 [B, seq_length]
+  `input_word_ids`, `input_mask` and `input_type_ids`.
+  """
+  segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
+  if len(segments) not in (1, 2):
+    raise ValueError(f"ALBERT packs one or two segments, got {len(segments)}")
+  segments = [s if s.ragged_rank == 1 else s.merge_dims(1, -1) for s in segments]
+  if tf.is_tensor(seq_length):
+    seq_length = tf.cast(seq_length, tf.int64)
+  if len(segments) == 1:
+    a = segments[0]
+    segments = [_keep_first(a, tf.minimum(a.row_lengths(), seq_length - 2))]
+  else:
+    budget = seq_length - 3
+    a, b = segments
+    la, lb = a.row_lengths(), b.row_lengths()                        # [B], [B]
+    over = la + lb > budget
+    keep_a = tf.where(over, tf.minimum(la, tf.maximum(budget - lb, (budget + 1) // 2)), la)
+    keep_b = tf.where(over, budget - keep_a, lb)
+    segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
+  segments = [tf.cast(s, tf.int32) for s in segments]
+  word_ids, type_ids = tf_text.combine_segments(
+      segments, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
+  word_ids, mask = tf_text.pad_model_inputs(word_ids, seq_length, pad_value=pad_id)
+  type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
+  return dict(input_word_ids=word_ids, input_mask=tf.cast(mask, tf.int32),
+              input_type_ids=tf.cast(type_ids, tf.int32))
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertPacker(keras.layers.Layer):
+  """One or two id segments [B, (T)] -> `[CLS] A [SEP] (B [SEP])` inputs at `seq_length`.
+
+  Truncates a pair as the original `_truncate_seq_pair` (drop from the end of
+  the longer segment, the second one on ties) and returns int32 [B, seq_length]
+  `input_word_ids`, `input_mask` and `input_type_ids`.
+
+  Args:
+    seq_length: length of the packed inputs.
+    cls_id, sep_id, pad_id: ids of [CLS], [SEP] and <pad>.
+  """
+
+  def __init__(self, seq_length: int, cls_id: int, sep_id: int, pad_id: int = 0, **kwargs):
+    super().__init__(**kwargs)
+    if seq_length < 3:
+      raise ValueError(f"seq_length must be at least 3, got {seq_length}")
+    self.seq_length = seq_length
+    self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
+
+  def call(self, segments: Sequence[tf.RaggedTensor]) -> Dict[str, tf.Tensor]:
+    return pack_segments(segments, self.seq_length, self.cls_id, self.sep_id, self.pad_id)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id,
+                  pad_id=self.pad_id)
+    return config

@@ -1,0 +1,243 @@
+"""ALBERT's tokenizer: its text normalization, then SentencePiece with the digit-comma rule.
+
+`FullTokenizer` reproduces google-research/albert `tokenization.py` for the
+SentencePiece path (the one every released ALBERT model uses): ids here are
+the ids the released checkpoints were pretrained on.
+"""
+
+import re
+import unicodedata
+from typing import List, Sequence, Tuple, Union
+
+import sentencepiece as spm
+
+SPIECE_UNDERLINE = "\u2581"
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
+
+
+def convert_to_unicode(text: Union[str, bytes]) -> str:
+  """str as is; bytes decoded as UTF-8 with invalid sequences dropped, as the original."""
+  if isinstance(text, str):
+    return text
+  if isinstance(text, bytes):
+    return text.decode("utf-8", "ignore")
+  raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+
+
+def preprocess_text(text: Union[str, bytes], remove_space: bool = True, lower: bool = False,
+                    keep_accents: bool = False) -> str:
+  """ALBERT's normalization before SentencePiece.
+
+  Collapses runs of whitespace to one space and strips the ends, turns ``
+  and '' into ", removes accents (NFKD, then drops combining marks) unless
+  `keep_accents`, and lower-cases when `lower`.
+  """
+  outputs = convert_to_unicode(text)
+  if remove_space:
+    outputs = " ".join(outputs.strip().split())
+  outputs = outputs.replace("``", '"').replace("''", '"')
+  if not keep_accents:
+    outputs = unicodedata.normalize("NFKD", outputs)
+    outputs = "".join(c for c in outputs if not unicodedata.combining(c))
+  if lower:
+    outputs = outputs.lower()
+  return outputs
+
+
+def normalize_with_offsets(text: str, lower: bool = False) -> Tuple[str, List[int], List[int]]:
+  """`preprocess_text(text, lower=lower)` and where each of its characters came from.
+
+  Returns (normalized, starts, ends): normalized character i comes from
+  `text[starts[i]:ends[i]]`. Accent marks dropped by the normalization belong
+  to the character before them, so a span of normalized characters maps back
+  to the original text with its accents (SQuAD answers are cut from it).
+  """
+  chars: List[List] = []                 # [character, start, end] of the output so far
+  words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+  for w, (begin, end) in enumerate(words):
+    if w:
+      chars.append([" ", words[w - 1][1], begin])
+    i = begin
+    while i < end:
+      c = text[i]
+      if c in "`'" and i + 1 < end and text[i + 1] == c:       # `` and '' -> "
+        chars.append(['"', i, i + 2])
+        i += 2
+        continue
+      decomposed = "".join(d for d in unicodedata.normalize("NFKD", c)
+                           if not unicodedata.combining(d))
+      if not decomposed and chars and chars[-1][0] != " ":
+        chars[-1][2] = i + 1                                 # a dropped accent joins its letter
+      for d in (decomposed.lower() if lower else decomposed):
+        chars.append([d, i, i + 1])
+      i += 1
+  normalized = "".join(c[0] for c in chars)
+  reference = preprocess_text(text, lower=lower)
+  if len(reference) == len(normalized):   # context-dependent casing (final sigma) keeps lengths
+    normalized = reference
+  return normalized, [c[1] for c in chars], [c[2] for c in chars]
+
+
+def _byte_to_char(text: str) -> List[int]:
+  """Character index of every UTF-8 byte offset of `text` (and len(text) for the end)."""
+  index = []
+  for i, c in enumerate(text):
+    index.extend([i] * len(c.encode("utf-8")))
+  index.append(len(text))
+  return index
+
+
+def _split_digit_comma(piece: str) -> bool:
+  return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def _split_digit_comma_piece(sp_model: spm.SentencePieceProcessor, piece: str) -> List[str]:
+  """"▁1990," -> pieces of "1990" (keeping the piece's own leading "▁" or lack of one) + [","]."""
+  cur_pieces = sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+  if piece[0] != SPIECE_UNDERLINE and cur_pieces and cur_pieces[0][0] == SPIECE_UNDERLINE:
+    if len(cur_pieces[0]) == 1:
+      cur_pieces = cur_pieces[1:]
+    else:
+      cur_pieces[0] = cur_pieces[0][1:]
+  return cur_pieces + [piece[-1]]
+
+
+def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool = False) -> List[str]:
+  """SentencePiece pieces of normalized `text`, with the original digit-comma rule.
+
+  A piece longer than one character that ends in "," right after a digit
+  ("1,", "▁000,") is encoded again without the comma, and the comma becomes
+  a piece of its own, so numbers tokenize the same whatever follows them.
+  """
+  if sample:
+    pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
+  else:
+    pieces = sp_model.EncodeAsPieces(text)
+  new_pieces = []
+  for piece in pieces:
+    if _split_digit_comma(piece):
+      new_pieces.extend(_split_digit_comma_piece(sp_model, piece))
+    else:
+      new_pieces.append(piece)
+  return new_pieces
+
+
+class FullTokenizer:
+  """ALBERT's end-to-end tokenizer: normalization, SentencePiece, digit-comma rule.
+
+  Args:
+    vocab_file: accepted for the original signature; ALBERT models use
+      `spm_model_file`, and WordPiece vocabularies are not supported.
+    do_lower_case: lower-case after normalization (true for every released model).
+    spm_model_file: path of the SentencePiece model (e.g. `30k-clean.model`).
+  """
+
+  def __init__(self, vocab_file=None, do_lower_case: bool = True, spm_model_file: str = None):
+    if not spm_model_file:
+      raise ValueError("FullTokenizer needs spm_model_file (ALBERT's SentencePiece model, "
+                       "e.g. 30k-clean.model); WordPiece vocab files are not supported")
+    self.spm_model_file = spm_model_file
+    self.do_lower_case = do_lower_case
+    self.sp_model = spm.SentencePieceProcessor()
+    try:
+      with open(spm_model_file, "rb") as f:
+        self.sp_model.LoadFromSerializedProto(f.read())
+    except OSError as e:
+      raise FileNotFoundError(f"cannot read SentencePiece model {spm_model_file}: {e}") from None
+    except RuntimeError as e:
+      raise ValueError(f"{spm_model_file} is not a SentencePiece model: {e}") from None
+    self.vocab_size = self.sp_model.GetPieceSize()
+    self.special_ids = {}
+    missing = []
+    for token in SPECIAL_TOKENS:
+      piece_id = self.sp_model.PieceToId(token)
+      # PieceToId maps unknown pieces to unk_id; only <unk> itself may map there.
+      if self.sp_model.IdToPiece(piece_id) != token:
+        missing.append(token)
+      self.special_ids[token] = piece_id
+    if missing:
+      raise ValueError(f"SentencePiece model {spm_model_file} lacks ALBERT's special "
+                       f"pieces {missing}; train one with create_vocab.py")
+
+  @property
+  def cls_id(self) -> int:
+    return self.special_ids["[CLS]"]
+
+  @property
+  def sep_id(self) -> int:
+    return self.special_ids["[SEP]"]
+
+  @property
+  def mask_id(self) -> int:
+    return self.special_ids["[MASK]"]
+
+  @property
+  def pad_id(self) -> int:
+    return self.special_ids["<pad>"]
+
+  @property
+  def unk_id(self) -> int:
+    return self.special_ids["<unk>"]
+
+  def tokenize(self, text: Union[str, bytes], sample: bool = False) -> List[str]:
+    """Normalized, SentencePiece-encoded pieces of `text` (str or UTF-8 bytes)."""
+    return encode_pieces(self.sp_model, preprocess_text(text, lower=self.do_lower_case), sample)
+
+  def tokenize_with_offsets(self, text: str) -> Tuple[List[str], List[int], List[int]]:
+    """`tokenize(text)` and each piece's characters in `text`: (pieces, starts, ends).
+
+    Piece k covers `text[starts[k]:ends[k]]` without the whitespace its
+    leading "▁" stands for; pieces that cover no character of their own
+    (a lone "▁") have starts[k] == ends[k].
+    """
+    normalized, char_starts, char_ends = normalize_with_offsets(text, self.do_lower_case)
+    byte_to_char = _byte_to_char(normalized)
+
+    spans = []                 # (piece, first, last + 1) in normalized characters
+    for p in self.sp_model.EncodeAsProto(normalized).pieces:
+      begin, end = byte_to_char[p.begin], byte_to_char[p.end]
+      if not _split_digit_comma(p.piece):
+        spans.append((p.piece, begin, end))
+        continue
+      # The digit-comma rule (see encode_pieces): the number again without the comma, then ",".
+      pieces = _split_digit_comma_piece(self.sp_model, p.piece)
+      inner = p.piece[:-1].replace(SPIECE_UNDERLINE, "")
+      surface_end = end - 1
+      surface_begin = surface_end - len(inner)
+      if surface_begin >= begin and normalized[surface_begin:surface_end] == inner:
+        sub = self.sp_model.EncodeAsProto(inner).pieces
+        inner_chars = _byte_to_char(inner)
+        offsets = [(surface_begin + inner_chars[q.begin], surface_begin + inner_chars[q.end])
+                   for q in sub]
+        if len(offsets) != len(pieces) - 1:   # the rule dropped a lone leading "▁"
+          offsets = offsets[len(offsets) - (len(pieces) - 1):]
+      else:                                   # SentencePiece normalized these characters
+        offsets = [(begin, surface_end)] * (len(pieces) - 1)
+      spans.extend((piece, b, e) for piece, (b, e) in zip(pieces[:-1], offsets))
+      spans.append((",", end - 1, end))
+
+    pieces, starts, ends = [], [], []
+    for piece, begin, end in spans:
+      while begin < end and normalized[begin].isspace():
+        begin += 1
+      while end > begin and normalized[end - 1].isspace():
+        end -= 1
+      pieces.append(piece)
+      if begin < end:
+        starts.append(char_starts[begin])
+        ends.append(char_ends[end - 1])
+      else:
+        anchor = char_starts[begin] if begin < len(normalized) else len(text)
+        starts.append(anchor)
+        ends.append(anchor)
+    return pieces, starts, ends
+
+  def encode(self, text: Union[str, bytes]) -> List[int]:
+    """Ids of `tokenize(text)`."""
+    return self.convert_tokens_to_ids(self.tokenize(text))
+
+  def convert_tokens_to_ids(self, tokens: Sequence[str]) -> List[int]:
+    return [self.sp_model.PieceToId(t) for t in tokens]
+
+  def convert_ids_to_tokens(self, ids: Sequence[int]) -> List[str]:
+    return [self.sp_model.IdToPiece(int(i)) for i in ids]

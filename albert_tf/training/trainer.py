@@ -1,0 +1,287 @@
+"""One training loop for pretraining and every fine-tuning task.
+
+The Trainer owns the loop; a task owns its model, data, loss and metrics
+(the split of tf-models-official's base_trainer / base_task). Global batches
+are sliced over the replicas, gradients all-reduced and clipped to global
+norm 1.0 (as the original), variables the loss does not reach are left
+alone, and the original AdamW/LAMB schedule is applied. A CheckpointManager
+holds the model, optimizer and input iterator as `ckpt-<step>`, so a rerun
+after a crash continues exactly; every saved checkpoint can be evaluated,
+the best kept as `model.ckpt-best`. TensorBoard summaries, train_log.csv,
+eval_log.csv, learning_curve.png and a progress bar.
+
+A task, for the Trainer, is an object with:
+  build_model() -> a Keras model with `checkpoint_items`;
+  step_metrics(model, batch, training, global_batch) -> (loss, sums): the
+    replica's share of the global batch's loss, and scalar sums that add up
+    over replicas and steps;
+  summarize(sums, steps, global_batch) -> the logged metrics of `steps` steps.
+"""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable, Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
+                                           set_precision)
+from albert_tf.training.logs import append_csv, plot_learning_curve, read_csv
+from albert_tf.training.optimization import AlbertLearningRate, create_optimizer
+
+CHECKPOINT_NAME = "ckpt"            # training state: ckpt-<step> (model, optimizer, data position)
+BEST_PREFIX = "model.ckpt-best"     # the best evaluated weights
+
+
+@dataclasses.dataclass
+class TrainerOptions:
+  """What the loop needs; each task fills it from its own flags."""
+  output_dir: str
+  train_steps: int
+  learning_rate: float
+  train_batch_size: int
+  warmup_steps: int = 0
+  start_warmup_step: int = 0
+  poly_power: float = 1.0
+  optimizer: str = "adamw"
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  dtype: str = "float32"
+  seed: int = 12345
+  log_steps: int = 10
+  progress: bool = True
+  jit_compile: bool = False
+  description: str = "training"     # the progress bar's label
+
+
+def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
+  """Writes `tf.train.Checkpoint(**items)` to `prefix`, replacing any checkpoint there only
+  once the new one is complete (data files first, then the index)."""
+  directory = os.path.dirname(os.path.abspath(prefix))
+  tmp = tempfile.mkdtemp(prefix=".ckpt_", dir=directory)
+  try:
+    tf.train.Checkpoint(**items).write(os.path.join(tmp, "ckpt"))
+    files = sorted(os.listdir(tmp), key=lambda f: f.endswith(".index"))
+    for old in tf.io.gfile.glob(prefix + ".*"):
+      if old.endswith(".index"):
+        os.remove(old)
+    for name in files:
+      os.replace(os.path.join(tmp, name), prefix + name[len("ckpt"):])
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+  return prefix
+
+
+class Trainer:
+  """Trains a task's model to `train_steps`, optionally evaluating every saved checkpoint.
+
+  Args:
+    opts: TrainerOptions.
+    strategy: the tf.distribute strategy (its scope builds the model).
+    task: see the module docstring.
+    train_data: a dataset of global training batches (repeating); its
+      iterator is checkpointed.
+    evaluate_fn: (model) -> dict of dev metrics, or None for no evaluation.
+    best_metric: the key of `evaluate_fn`'s result that selects
+      model.ckpt-best (higher is better).
+    initialize: (model) -> None, called when `output_dir` has no checkpoint
+      yet (e.g. to load --init_checkpoint).
+  """
+
+  def __init__(self, opts: TrainerOptions, strategy, task, train_data: tf.data.Dataset,
+               evaluate_fn: Optional[Callable[[keras.Model], Dict[str, float]]] = None,
+               best_metric: Optional[str] = None,
+               initialize: Optional[Callable[[keras.Model], None]] = None):
+    self.opts, self.strategy, self.task = opts, strategy, task
+    self.evaluate_fn, self.best_metric = evaluate_fn, best_metric
+    check_batch_sizes(strategy, train_batch_size=opts.train_batch_size)
+    if opts.train_steps <= 0 or opts.save_checkpoints_steps <= 0:
+      raise ValueError("the number of training steps and --save_checkpoints_steps must be "
+                       "positive")
+    self.is_chief = is_chief(strategy)
+    set_precision(opts.dtype)
+    tf.random.set_seed(opts.seed)
+    with strategy.scope():
+      self.model = task.build_model()
+      self.schedule = AlbertLearningRate(opts.learning_rate, opts.train_steps, opts.warmup_steps,
+                                         opts.start_warmup_step, opts.poly_power)
+      self.optimizer = create_optimizer(opts.optimizer, self.schedule, opts.dtype)
+    self.iterator = iter(train_data)
+    self.checkpoint = tf.train.Checkpoint(**self.model.checkpoint_items,
+                                          optimizer=self.optimizer, data=self.iterator)
+    # Every worker saves (as tf.distribute requires); non-chiefs into scratch space.
+    self._scratch = None if self.is_chief else os.path.join(
+        opts.output_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, self._scratch or opts.output_dir,
+        max_to_keep=opts.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME)
+    self.eval_log = os.path.join(opts.output_dir, "eval_log.csv")
+    self._train_step = tf.function(self._train_step_fn, jit_compile=opts.jit_compile or None)
+    self._eval_step = tf.function(self._eval_step_fn)
+    latest = tf.train.latest_checkpoint(opts.output_dir)  # the chief's, on every worker
+    if latest:
+      self.checkpoint.restore(latest).expect_partial()
+      logging.info("Resuming from %s (step %d)", latest, self.step)
+      print(f"Resuming from {latest} at step {self.step}")
+    elif initialize is not None:
+      initialize(self.model)
+
+  @property
+  def step(self) -> int:
+    return int(self.optimizer.iterations.numpy())
+
+  def best(self):
+    """(step, value) of the best evaluated checkpoint so far, or None."""
+    rows = [r for r in read_csv(self.eval_log) if self.best_metric in r]
+    if not rows:
+      return None
+    top = max(rows, key=lambda r: (float(r[self.best_metric]), -int(r["step"])))
+    return int(top["step"]), float(top[self.best_metric])
+
+  # -- steps
+
+  def _train_step_fn(self, batch):
+    global_batch = self.opts.train_batch_size
+    scaled = isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer)
+
+    def replica_step(batch):
+      ctx = tf.distribute.get_replica_context()
+      variables = self.model.trainable_variables
+      with tf.GradientTape() as tape:
+        loss, sums = self.task.step_metrics(self.model, batch, True, global_batch)
+        if scaled:
+          loss = self.optimizer.get_scaled_loss(loss)
+      grads = tape.gradient(loss, variables)
+      # Variables the loss does not reach (the pooler, for span heads) are left alone.
+      used = [i for i, g in enumerate(grads) if g is not None]
+      grads, variables = [grads[i] for i in used], [variables[i] for i in used]
+      if scaled:
+        grads = self.optimizer.get_unscaled_gradients(grads)
+      grads = ctx.all_reduce("sum", grads)
+      grads, _ = tf.clip_by_global_norm(grads, 1.0)
+      self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+      return sums
+
+    sums = self.strategy.run(replica_step, args=(batch,))
+    return {k: self.strategy.reduce("sum", v, axis=None) for k, v in sums.items()}
+
+  def _eval_step_fn(self, batch, global_batch):
+    sums = self.strategy.run(
+        lambda b: self.task.step_metrics(self.model, b, False, global_batch)[1], args=(batch,))
+    return {k: self.strategy.reduce("sum", v, axis=None) for k, v in sums.items()}
+
+  def evaluate_batches(self, batches, global_batch: int, max_steps: int) -> Dict[str, float]:
+    """The task's metrics over up to `max_steps` full global batches, on every replica."""
+    sums, steps = None, 0
+    for batch in batches.take(max_steps):
+      if int(tf.shape(batch["input_word_ids"])[0]) != global_batch:
+        break  # the ragged last batch does not split over replicas
+      metrics = self._eval_step(distribute_global_batch(self.strategy, batch, global_batch),
+                                global_batch)
+      sums = _accumulate(sums, metrics)
+      steps += 1
+    if not steps:
+      raise ValueError(f"fewer records than one evaluation batch of {global_batch}")
+    return self.task.summarize(sums, steps, global_batch)
+
+  def _evaluate_checkpoint(self, step: int, writer) -> None:
+    """Evaluates the current weights (= checkpoint `step`); keeps them if they are the best."""
+    if self.evaluate_fn is None:
+      return
+    result = self.evaluate_fn(self.model)
+    previous = self.best()
+    value = result[self.best_metric]
+    improved = previous is None or value > previous[1]
+    if self.is_chief:
+      # The best checkpoint first, the log line last: a crash in between makes the
+      # rerun evaluate this step again rather than trust a best it never wrote.
+      if improved:
+        write_checkpoint(self.model.checkpoint_items,
+                         os.path.join(self.opts.output_dir, BEST_PREFIX))
+        with open(os.path.join(self.opts.output_dir, "best_trial.txt"), "w") as f:
+          f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
+      append_csv(self.eval_log, step, result)
+      with writer.as_default(step=step):
+        for k, v in result.items():
+          tf.summary.scalar(k, v)
+    logging.info("step %d dev: %s", step, result)
+    print(f"step {step} dev: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items())
+          + ("  (best so far)" if improved else ""))
+
+  # -- the loop
+
+  def train(self) -> Dict[str, float]:
+    """Trains from wherever the checkpoints left off; returns the last logged metrics."""
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+    opts = self.opts
+    make_writer = (lambda d: tf.summary.create_file_writer(os.path.join(opts.output_dir, d))) \
+        if self.is_chief else (lambda d: tf.summary.create_noop_writer())
+    train_writer = make_writer("train")
+    eval_writer = make_writer("eval") if self.evaluate_fn else None
+    step = self.step  # counted in Python from here: no variable read per step
+    # A crash between saving a checkpoint and evaluating it: evaluate it now.
+    evaluated = {int(r["step"]) for r in read_csv(self.eval_log)}
+    if step and step not in evaluated and (step % opts.save_checkpoints_steps == 0
+                                           or step == opts.train_steps):
+      self._evaluate_checkpoint(step, eval_writer)
+    log_path = os.path.join(opts.output_dir, "train_log.csv")
+    bar = tqdm(total=opts.train_steps, initial=step, unit="step", desc=opts.description,
+               disable=not (opts.progress and self.is_chief))
+    sums, count, last, started = None, 0, {}, time.time()
+    while step < opts.train_steps:
+      batch = distribute_global_batch(self.strategy, next(self.iterator), opts.train_batch_size)
+      sums = _accumulate(sums, self._train_step(batch))
+      step += 1
+      count += 1
+      bar.update(1)
+      if step % opts.log_steps == 0 or step == opts.train_steps:
+        elapsed = time.time() - started
+        last = self.task.summarize(sums, count, opts.train_batch_size)
+        last["learning_rate"] = float(self.schedule(step - 1))
+        last["examples_per_second"] = count * opts.train_batch_size / elapsed
+        bar.set_postfix({k: f"{v:.3f}" for k, v in last.items()
+                         if k not in ("learning_rate", "examples_per_second")})
+        with train_writer.as_default(step=step):
+          for k, v in last.items():
+            tf.summary.scalar(k, v)
+        if self.is_chief:
+          append_csv(log_path, step, last)
+        sums, count, started = None, 0, time.time()
+      if step % opts.save_checkpoints_steps == 0 or step == opts.train_steps:
+        self.manager.save(checkpoint_number=step)
+        if self._scratch:
+          shutil.rmtree(os.path.dirname(self._scratch), ignore_errors=True)
+        bar.clear()
+        self._evaluate_checkpoint(step, eval_writer)
+        bar.refresh()
+    bar.close()
+    for writer in (train_writer, eval_writer):
+      if writer is not None:
+        writer.flush()
+    if self.is_chief:
+      plot_learning_curve(log_path, os.path.join(opts.output_dir, "learning_curve.png"),
+                          self.eval_log if self.evaluate_fn else None)
+    return last
+
+
+def _accumulate(sums, metrics):
+  """Adds a step's metric tensors to the running sums (tensors: no device sync per step)."""
+  return dict(metrics) if sums is None else {k: sums[k] + v for k, v in metrics.items()}
+
+
+def mean_per_example(per_example: Dict[str, tf.Tensor], global_batch: int):
+  """`step_metrics` of a loss given per example: the replica's examples' summed `loss`
+  over the global batch size, and every entry summed."""
+  sums = {k: tf.reduce_sum(v) for k, v in per_example.items()}
+  return sums["loss"] / float(global_batch), sums
+
+
+def summarize_per_example(sums, steps: int, global_batch: int) -> Dict[str, float]:
+  """Means over the examples of `steps` steps (the `summarize` of `mean_per_example`)."""
+  examples = steps * global_batch
+  return {k: float(v) / examples for k, v in sums.items()}
