@@ -1,39 +1,8 @@
-"""Packing token ids into ALBERT's model inputs, in Python (the reference for the in-graph packer)."""
+"""`albert_tf.packing`, kept at the path of the original repo's module: it is
+`albert_tf.text.packing` itself (the same module object)."""
 
-from typing import Dict, List, Optional, Sequence
+import sys
 
+from albert_tf.text import packing as _module
 
-def truncate_seq_pair(tokens_a: List, tokens_b: List, max_length: int) -> None:
-  """Drops tokens from the end of the longer list (ties: the second) until both fit, in place."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
-
-
-def pack_inputs(ids_a: Sequence[int], ids_b: Optional[Sequence[int]], max_seq_length: int,
-                cls_id: int, sep_id: int, pad_id: int = 0) -> Dict[str, List[int]]:
-  """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, padded to `max_seq_length`.
-
-  Returns a dict of int lists `input_word_ids`, `input_mask` (1 on real
-  tokens) and `input_type_ids` (0 for [CLS] A [SEP], 1 for B [SEP]).
-  """
-  ids_a = list(ids_a)
-  ids_b = None if ids_b is None else list(ids_b)
-  specials = 3 if ids_b is not None else 2
-  if max_seq_length < specials:
-    raise ValueError(f"max_seq_length ({max_seq_length}) leaves no room for [CLS] and [SEP]")
-  if ids_b is not None:
-    truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
-  else:
-    del ids_a[max_seq_length - 2:]
-  word_ids = [cls_id] + ids_a + [sep_id]
-  type_ids = [0] * len(word_ids)
-  if ids_b is not None:
-    word_ids += ids_b + [sep_id]
-    type_ids += [1] * (len(ids_b) + 1)
-  padding = max_seq_length - len(word_ids)
-  return dict(input_word_ids=word_ids + [pad_id] * padding,
-              input_mask=[1] * len(word_ids) + [0] * padding,
-              input_type_ids=type_ids + [0] * padding)
+sys.modules[__name__] = _module

@@ -49,7 +49,7 @@ def build_tf_models(config):
       vocab_size=c.vocab_size, embedding_width=c.embedding_size, hidden_size=c.hidden_size,
       num_layers=c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
       max_sequence_length=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
-      intermediate_size=c.intermediate_size, activation=albert_tf.activations.gelu,
+      intermediate_size=c.intermediate_size, activation=albert_tf.modeling.activations.gelu,
       dropout_rate=c.hidden_dropout_prob, attention_dropout_rate=c.attention_probs_dropout_prob,
       dict_outputs=True)
   return encoder, lambda x, training: encoder(

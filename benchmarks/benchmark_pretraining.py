@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 
 
 def _vocab(work):
-  from albert_tf import vocab
+  from albert_tf.text import vocab
   from albert_tf.data import sample_corpus
   model = os.path.join(work, "pydoc.model")
   if not os.path.exists(model):
@@ -86,7 +86,7 @@ def measure_data(work):
 
 def measure_train(work):
   from albert_tf import AlbertConfig, PRESETS
-  from albert_tf.data import pretraining_data as pd
+  from albert_tf.data import pretraining as pd
   spm = _vocab(work)
   configs = {
       "tiny": (dict(vocab_size=30000, embedding_size=64, hidden_size=128, num_hidden_layers=4,

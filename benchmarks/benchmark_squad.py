@@ -2,7 +2,7 @@
 
   python benchmarks/benchmark_squad.py                 # ALBERT-base, seq 384, v1.1 and v2.0 heads
 
-Times the real prediction path (SquadRun.predict: tf.data over the cached
+Times the real prediction path (SquadRun.predict_answers: tf.data over the cached
 features, the model, and the n-best / null-score post-processing) on a
 generated SQuAD-format file whose contexts fill one 384-piece window each,
 with random ALBERT-base weights and the vocabulary trained here (2,000
@@ -12,18 +12,14 @@ more times; the fastest pass counts (this machine is shared and noisy).
 """
 
 import os
-import sys
-import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app, flags
 
-from absl import app, flags  # pylint: disable=g-import-not-at-top
-
-from albert_tf import AlbertConfig, question_answering, vocab  # pylint: disable=g-import-not-at-top
-from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
-from albert_tf.training import set_precision  # pylint: disable=g-import-not-at-top
+import common  # pylint: disable=g-bad-import-order
+from albert_tf.tasks import question_answering  # pylint: disable=g-bad-import-order
+from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
+from albert_tf.training.distribute import set_precision  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_enum("preset", "base", ["base", "small"], "base: ALBERT-base; small: H=128, 4 layers.")
 flags.DEFINE_integer("seq_length", 384, "max_seq_length.")
@@ -36,16 +32,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  tmp = tempfile.mkdtemp(prefix="bench_squad_")
-  corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
-  spm = vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=2000)
-  if FLAGS.preset == "base":
-    config = AlbertConfig.from_preset("base")
-  else:
-    config = AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=4,
-                          num_attention_heads=4, intermediate_size=512)
-  config = AlbertConfig.from_dict(dict(config.to_dict(), vocab_size=2000))
-  config.to_json_file(os.path.join(tmp, "albert_config.json"))
+  tmp, spm, config_file = common.workspace("bench_squad_", FLAGS.preset)
   results = {}
   for version in FLAGS.versions:
     v2 = version == "2"
@@ -56,17 +43,17 @@ def main(_):
     for dtype in FLAGS.dtypes:
       opts = question_answering.SquadOptions(
           output_dir=os.path.join(tmp, f"run{version}_{dtype}"),
-          albert_config_file=os.path.join(tmp, "albert_config.json"), spm_model_file=spm,
+          albert_config_file=config_file, spm_model_file=spm,
           predict_file=data, version_2_with_negative=v2, max_seq_length=FLAGS.seq_length,
           do_predict=True, predict_batch_size=FLAGS.batch_size, dtype=dtype, progress=False)
       run = question_answering.SquadRun(opts)
       set_precision(dtype)
       model = run.build_model()
-      run.predict(model)                      # traces
+      run.predict_answers(model)                      # traces
       elapsed = float("inf")
       for _ in range(FLAGS.repeats):
         started = time.time()
-        run.predict(model)
+        run.predict_answers(model)
         elapsed = min(elapsed, time.time() - started)
       windows = len(run.predict_features.metadata)
       results[(version, dtype)] = (len(run.predict_examples) / elapsed, windows / elapsed)

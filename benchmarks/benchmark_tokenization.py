@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags
 import tensorflow as tf
 
-from albert_tf import packing, preprocessing, tokenization, vocab
+from albert_tf.text import packing, preprocessing, tokenization, vocab
 from albert_tf.data import sample_corpus
 
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; default: train one on pydoc.")

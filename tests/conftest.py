@@ -25,7 +25,7 @@ def _reset_keras():
 @pytest.fixture(scope="session")
 def spm_model(tmp_path_factory):
   """A small ALBERT vocabulary trained on the pydoc topics that ship with Python."""
-  from albert_tf import vocab
+  from albert_tf.text import vocab
   from albert_tf.data import sample_corpus
   root = tmp_path_factory.mktemp("vocab")
   corpus = sample_corpus.write_pydoc_corpus(str(root / "pydoc.txt"))

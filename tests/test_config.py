@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, activations
+from albert_tf import AlbertConfig
+from albert_tf.modeling import activations
 
 # A released albert_base v2 albert_config.json, extra keys included.
 RELEASED = {

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf import AlbertEncoder, AlbertPretrainer, heads, layers
+from albert_tf import AlbertEncoder, AlbertPretrainer
+from albert_tf.modeling import heads, layers
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
 

@@ -13,8 +13,9 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
 
-from albert_tf import AlbertConfig, AlbertPretrainer, export, load_original_checkpoint, packing
-from albert_tf.tokenization import FullTokenizer
+from albert_tf import AlbertConfig, AlbertPretrainer, load_original_checkpoint, packing
+from albert_tf.hub import export, loading
+from albert_tf.text.tokenization import FullTokenizer
 import original_albert
 from common import BYTES, CORPUS, GROUPED, TINY, encoder_inputs, random_inputs
 
@@ -119,9 +120,9 @@ def test_encoder_savedmodel_assets(released):
   loaded = released.loaded
   config = AlbertConfig.from_json_file(loaded.albert_config_file.asset_path.numpy().decode())
   assert config.to_dict() == AlbertConfig.from_dict(released.cfg).to_dict()
-  assert export.config_from_hub(released.encoder).to_dict() == config.to_dict()
+  assert loading.config_from_hub(released.encoder).to_dict() == config.to_dict()
   assert bool(loaded.do_lower_case.numpy()) is True
-  spm_path, lower = export.spm_model_from_hub(released.encoder)
+  spm_path, lower = loading.spm_model_from_hub(released.encoder)
   assert lower is True and os.path.basename(spm_path) == "30k-clean.model"
   with open(spm_path, "rb") as a, open(released.spm_model, "rb") as b:
     assert a.read() == b.read()

@@ -10,10 +10,12 @@ import scipy.stats
 import sklearn.metrics
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer, classifier, metrics, save_original_checkpoint
-from albert_tf import training
+from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint
+from albert_tf.tasks import classification as classifier
+from albert_tf.training import metrics
+from albert_tf.training import trainer as training
 from albert_tf.data import glue
-from albert_tf.export import export_from_sources
+from albert_tf.hub.export import export_from_sources
 
 # ----------------------------------------------------------------------------- readers
 
@@ -326,8 +328,8 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
                "eval", "serving"):
     assert name in files, name
   # Pruned to keep_checkpoint_max recent checkpoints (model.ckpt-best apart).
-  assert sorted(f for f in files if f.startswith("model.ckpt-") and f.endswith(".index")
-                and "best" not in f) == ["model.ckpt-160.index", "model.ckpt-240.index"]
+  assert sorted(f for f in files if f.startswith("ckpt-") and f.endswith(".index")) \
+      == ["ckpt-160.index", "ckpt-240.index"]
   with open(out / "eval_log.csv") as f:
     assert [int(r["step"]) for r in csv.DictReader(f)] == [80, 160, 240]
   with open(out / "MRPC.tsv") as f:
@@ -345,7 +347,7 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
       sentence2=tf.constant([e.text_b for e in examples]))
   run = classifier.GlueRun(options(model_files, out, do_train=False, do_eval=False, **extra))
   model = run.build_model()
-  run._restore_for_inference(model)  # pylint: disable=protected-access
+  run.restore_for_inference(model)
   features = list(glue.convert_examples(examples, run.task, run.source.tokenizer, SEQ))
   logits = model({k: tf.constant([f[src] for f in features]) for k, src in (
       ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
@@ -373,9 +375,9 @@ def test_resume_after_a_crash_gives_the_uninterrupted_weights(model_files, tmp_p
     m.setattr(training, "distribute_global_batch", crashing)
     with pytest.raises(RuntimeError, match="simulated crash"):
       classifier.run(options(model_files, tmp_path / "crashed", **common))
-  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("model.ckpt-20")
+  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("/ckpt-20")
   classifier.run(options(model_files, tmp_path / "crashed", **common))
-  for name in ("model.ckpt-60", "model.ckpt-best"):
+  for name in ("ckpt-60", "model.ckpt-best"):
     a = tf.train.load_checkpoint(str(tmp_path / "straight" / name))
     b = tf.train.load_checkpoint(str(tmp_path / "crashed" / name))
     for key in a.get_variable_to_shape_map():
@@ -383,6 +385,18 @@ def test_resume_after_a_crash_gives_the_uninterrupted_weights(model_files, tmp_p
         np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)
   with open(tmp_path / "crashed" / "eval_log.csv") as f:
     assert [int(r["step"]) for r in csv.DictReader(f)] == [20, 40, 60]
+
+
+def test_xla_training_step_matches_the_default(model_files, tmp_path):
+  """--jit_compile, now a flag of every training script, trains to the same losses."""
+  common = dict(train_step=4, save_checkpoints_steps=4, do_eval=False, do_predict=False,
+                dropout_prob=0.0, log_steps=1)
+  logs = []
+  for name, jit in (("plain", False), ("xla", True)):
+    classifier.run(options(model_files, tmp_path / name, jit_compile=jit, **common))
+    with open(tmp_path / name / "train_log.csv") as f:
+      logs.append([float(r["loss"]) for r in csv.DictReader(f)])
+  np.testing.assert_allclose(logs[0], logs[1], atol=1e-4)
 
 
 def test_mirrored_strategy_matches_one_device(model_files, tmp_path):
@@ -487,7 +501,7 @@ def test_mnli_writes_both_submissions_and_ax_is_predicted_with_its_model(model_f
   models = []
   for run in (ax, mnli):
     model = run.build_model()
-    run._restore_for_inference(model)  # pylint: disable=protected-access
+    run.restore_for_inference(model)
     models.append(model)
   inputs = dict(input_word_ids=tf.constant([[2, 10, 11, 3, 12, 3]]),
                 input_mask=tf.ones([1, 6], tf.int32), input_type_ids=tf.constant([[0, 0, 0, 0, 1, 1]]))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import tokenization
-from albert_tf.data import pretraining_data as pd
+from albert_tf.text import packing, tokenization
+from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
 
 
@@ -113,8 +113,12 @@ def test_sentence_order_pairs(tokenizer, corpus):
 def test_truncation_keeps_both_segments():
   rng = random.Random(0)
   a, b = list("abcdefghij"), list("xyz")
-  pd.truncate_seq_pair(a, b, 8, rng)
+  packing.truncate_seq_pair(a, b, 8, rng)
   assert len(a) + len(b) == 8 and b == list("xyz") and "".join(a) in "abcdefghij"
+  # Without an rng, the original fine-tuning rule: from the end of the longer (ties: b).
+  a, b = list("abcde"), list("wxyz")
+  packing.truncate_seq_pair(a, b, 6)
+  assert a == list("abc") and b == list("wxy")
 
 
 def test_files_format_determinism_and_errors(tmp_path, spm_model, corpus):

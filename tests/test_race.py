@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertMultipleChoice, load_checkpoint, save_original_checkpoint
-from albert_tf import multiple_choice
+from albert_tf.tasks import multiple_choice
 from albert_tf.data import race, sample_corpus
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.text.tokenization import FullTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,9 +12,11 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import (AlbertConfig, AlbertQuestionAnswerer, AlbertSpanHead, AlbertSpanV2Head,
-                       load_checkpoint, metrics, question_answering, save_original_checkpoint)
+                       load_checkpoint, save_original_checkpoint)
+from albert_tf.tasks import question_answering
+from albert_tf.training import metrics
 from albert_tf.data import sample_corpus, squad
-from albert_tf.tokenization import FullTokenizer, preprocess_text
+from albert_tf.text.tokenization import FullTokenizer, preprocess_text
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,7 +7,7 @@ import sentencepiece as spm
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf import packing, preprocessing, tokenization, vocab
+from albert_tf.text import packing, preprocessing, tokenization, vocab
 from common import BYTES, CORPUS
 
 

@@ -1,1 +1,1 @@
-"""Data pipelines: example -> features -> tf.data, one module per task."""
+"""Data: files as downloaded -> examples -> features -> TFRecords -> tf.data, one module per task."""

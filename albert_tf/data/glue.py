@@ -11,17 +11,17 @@ not one of the task's, raises an error naming the file and line.
 
 import csv
 import dataclasses
-import hashlib
 import os
 import sys
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
-from albert_tf.packing import pack_inputs
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.data.records import read_dataset, write_records
+from albert_tf.files import fingerprint
+from albert_tf.text.packing import pack_inputs
+from albert_tf.text.tokenization import FullTokenizer
 
 csv.field_size_limit(sys.maxsize)
 
@@ -233,98 +233,27 @@ def convert_examples(examples: Sequence[InputExample], task: GlueTask, tokenizer
                segment_ids=packed["input_type_ids"], label_ids=label_id(task, example.label))
 
 
-def _feature(values) -> tf.train.Feature:
-  if isinstance(values, float):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=[values]))
-  if isinstance(values, int):
-    values = [values]
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
-def write_features(features: Iterator[Dict[str, list]], path: str) -> int:
-  """Writes features as tf.train.Examples (the original feature names); atomic."""
-  tmp = path + ".tmp"
-  count = 0
-  with tf.io.TFRecordWriter(tmp) as writer:
-    for f in features:
-      example = tf.train.Example(features=tf.train.Features(
-          feature={k: _feature(v) for k, v in f.items()}))
-      writer.write(example.SerializeToString())
-      count += 1
-  os.replace(tmp, path)
-  return count
-
-
-def _fingerprint(*parts) -> str:
-  return hashlib.sha1("\0".join(str(p) for p in parts).encode()).hexdigest()[:10]
-
-
 def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTokenizer,
-                    max_seq_length: int, cached_dir: str, skip_malformed_rows: bool = False,
-                    progress: bool = True,
-                    examples: Optional[List[InputExample]] = None) -> Tuple[str, List[InputExample]]:
-  """TFRecord features of a split in `cached_dir`, built once per (file, vocabulary, length).
-
-  Returns (record path, examples); `examples` already read are not read again.
-  The file name carries a fingerprint of the data file (path, size, mtime),
-  the SentencePiece model and the settings, so changed inputs never reuse
-  stale features.
-  """
-  path = split_path(data_dir, task, split)
-  if examples is None:
-    examples = read_examples(data_dir, task, split, skip_malformed_rows)
-  stat = os.stat(path)
-  with open(tokenizer.spm_model_file, "rb") as f:
-    spm_digest = hashlib.sha1(f.read()).hexdigest()
-  key = _fingerprint(os.path.abspath(path), stat.st_size, stat.st_mtime_ns, spm_digest,
-                     tokenizer.do_lower_case, max_seq_length, task.name, skip_malformed_rows)
+                    max_seq_length: int, cached_dir: str, examples: List[InputExample],
+                    skip_malformed_rows: bool = False, progress: bool = True) -> str:
+  """The TFRecord of a split's features in `cached_dir`, built once per (file contents,
+  vocabulary, settings): its name carries their fingerprint."""
+  key = fingerprint(tokenizer.do_lower_case, max_seq_length, task.name, skip_malformed_rows,
+                    files=[split_path(data_dir, task, split), tokenizer.spm_model_file])
   os.makedirs(cached_dir, exist_ok=True)
   record = os.path.join(cached_dir, f"{task.name.lower()}_{split}_{key}.tf_record")
   if not os.path.exists(record):
-    n = write_features(convert_examples(examples, task, tokenizer, max_seq_length, progress),
-                       record)
+    n = write_records(convert_examples(examples, task, tokenizer, max_seq_length, progress),
+                      record)
     logging.info("Wrote %d %s %s features to %s", n, task.name, split, record)
-  return record, examples
-
-
-def feature_spec(task: GlueTask, max_seq_length: int):
-  label = tf.io.FixedLenFeature([], tf.float32 if task.is_regression else tf.int64)
-  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-  return dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
+  return record
 
 
 def dataset(record: str, task: GlueTask, max_seq_length: int, batch_size: int,
             is_training: bool, seed: int = 0) -> tf.data.Dataset:
-  """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and `label_ids`.
-
-  Training repeats and shuffles (seeded, so the iterator's position can be
-  checkpointed and resumed) and drops the last partial batch; evaluation
-  keeps the file's order and every example.
-  """
-  spec = feature_spec(task, max_seq_length)
-  ds = tf.data.TFRecordDataset(record)
-  if is_training:
-    ds = ds.repeat().shuffle(1000, seed=seed, reshuffle_each_iteration=True)
-  ds = ds.batch(batch_size, drop_remainder=is_training)
-
-  def parse(serialized):
-    f = tf.io.parse_example(serialized, spec)
-    labels = f["label_ids"] if task.is_regression else tf.cast(f["label_ids"], tf.int32)
-    return dict(input_word_ids=tf.cast(f["input_ids"], tf.int32),
-                input_mask=tf.cast(f["input_mask"], tf.int32),
-                input_type_ids=tf.cast(f["segment_ids"], tf.int32), label_ids=labels)
-
-  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
-
-
-def majority_baseline(train: Sequence[InputExample], dev: Sequence[InputExample],
-                      task: GlueTask) -> Dict[str, float]:
-  """Dev metrics of always predicting the training set's most common label."""
-  from albert_tf import metrics  # pylint: disable=g-import-not-at-top
-  labels = [label_id(task, e.label) for e in dev]
-  if task.is_regression:
-    mean = float(np.mean([label_id(task, e.label) for e in train]))
-    return {"mse": float(np.mean((np.asarray(labels) - mean) ** 2))}
-  counts = np.bincount([label_id(task, e.label) for e in train], minlength=task.num_labels)
-  majority = int(np.argmax(counts))
-  return metrics.glue_metrics(task.metrics, labels, [majority] * len(labels))
+  """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and `label_ids`
+  (float for regression); see `records.read_dataset`."""
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  label = tf.io.FixedLenFeature([], tf.float32 if task.is_regression else tf.int64)
+  schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
+  return read_dataset(record, schema, batch_size, is_training, seed)

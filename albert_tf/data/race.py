@@ -12,7 +12,6 @@ last `max_qa_length` pieces and the article truncated to fit.
 
 import dataclasses
 import glob
-import hashlib
 import json
 import os
 from typing import Dict, Iterator, List, Sequence, Tuple
@@ -20,8 +19,9 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 from absl import logging
 import tensorflow as tf
 
-from albert_tf.data.glue import write_features
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.data.records import read_dataset, write_records
+from albert_tf.files import fingerprint
+from albert_tf.text.tokenization import FullTokenizer
 
 LEVELS = ("middle", "high")
 LETTERS = "ABCD"
@@ -70,15 +70,11 @@ def _questions(record: dict, where: str, level: str) -> List[RaceExample]:
   return examples
 
 
-def read_examples(data_dir: str, split: str, levels: Sequence[str] = LEVELS) -> List[RaceExample]:
-  """Every question of a split's level directories (files in sorted order).
-
-  Errors name the file (and line, for all.txt): malformed JSON, missing
-  fields, an option count other than four, an answer outside A-D, and
-  missing split or level directories.
-  """
+def split_files(data_dir: str, split: str, levels: Sequence[str] = LEVELS) -> List[Tuple[str, str]]:
+  """(level, file) of every file of a split's level directories, in sorted order; a level
+  directory holding `all.txt` (the original's one-object-per-line file) gives that alone."""
   root = split_dir(data_dir, split)
-  examples = []
+  found = []
   for level in levels:
     directory = os.path.join(root, level)
     if not os.path.isdir(directory):
@@ -87,18 +83,29 @@ def read_examples(data_dir: str, split: str, levels: Sequence[str] = LEVELS) -> 
     if not files:
       raise FileNotFoundError(f"{directory} holds no .txt files")
     combined = os.path.join(directory, "all.txt")
-    if combined in files:   # the original's one-object-per-line file
-      with open(combined, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-          if line.strip():
-            where = f"{combined}:{line_number}"
-            examples.extend(_questions(_parse(line, where), where, level))
-      continue
-    for path in files:
-      with open(path, encoding="utf-8") as f:
+    found.extend((level, f) for f in ([combined] if combined in files else files))
+  return found
+
+
+def read_examples(data_dir: str, split: str, levels: Sequence[str] = LEVELS) -> List[RaceExample]:
+  """Every question of a split's level directories (files in sorted order).
+
+  Errors name the file (and line, for all.txt): malformed JSON, missing
+  fields, an option count other than four, an answer outside A-D, and
+  missing split or level directories.
+  """
+  examples = []
+  for level, path in split_files(data_dir, split, levels):
+    with open(path, encoding="utf-8") as f:
+      if os.path.basename(path) != "all.txt":
         examples.extend(_questions(_parse(f.read(), path), path, level))
+        continue
+      for line_number, line in enumerate(f, 1):
+        if line.strip():
+          where = f"{path}:{line_number}"
+          examples.extend(_questions(_parse(line, where), where, level))
   if not examples:
-    raise ValueError(f"no RACE questions in {root} ({', '.join(levels)})")
+    raise ValueError(f"no RACE questions in {split_dir(data_dir, split)} ({', '.join(levels)})")
   return examples
 
 
@@ -159,45 +166,31 @@ def convert_examples(examples: Sequence[RaceExample], tokenizer: FullTokenizer,
 def cached_features(data_dir: str, split: str, levels: Sequence[str], examples, tokenizer,
                     max_seq_length: int, max_qa_length: int, cached_dir: str,
                     progress: bool = True) -> str:
-  """TFRecord of a split's features in `cached_dir`, built once per (questions, vocabulary,
+  """TFRecord of a split's features in `cached_dir`, built once per (files, vocabulary,
   settings): the name carries a fingerprint of all three."""
-  digest = hashlib.sha1()
-  for e in examples:
-    digest.update(json.dumps([e.qas_id, e.article, e.question, e.options, e.label]).encode())
-  with open(tokenizer.spm_model_file, "rb") as f:
-    digest.update(f.read())
-  digest.update(repr((tokenizer.do_lower_case, max_seq_length, max_qa_length)).encode())
+  files = [f for _, f in split_files(data_dir, split, levels)] + [tokenizer.spm_model_file]
+  key = fingerprint(tokenizer.do_lower_case, max_seq_length, max_qa_length, files=files)
   os.makedirs(cached_dir, exist_ok=True)
-  record = os.path.join(cached_dir, f"race_{split}_{'_'.join(levels)}_"
-                                    f"{digest.hexdigest()[:10]}.tf_record")
+  record = os.path.join(cached_dir, f"race_{split}_{'_'.join(levels)}_{key}.tf_record")
   if not os.path.exists(record):
-    n = write_features(convert_examples(examples, tokenizer, max_seq_length, max_qa_length,
-                                        progress), record)
+    n = write_records(convert_examples(examples, tokenizer, max_seq_length, max_qa_length,
+                                       progress), record)
     logging.info("Wrote %d RACE %s features to %s", n, split, record)
   return record
 
 
 def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool,
             seed: int = 0) -> tf.data.Dataset:
-  """Batches of [B, 4, S] model inputs and label_ids [B]; training repeats, shuffles
-  (seeded) and drops the last partial batch, evaluation keeps every question in order."""
+  """Batches of [B, 4, S] model inputs and label_ids [B]; see `records.read_dataset`."""
   seq = tf.io.FixedLenFeature([NUM_CHOICES * max_seq_length], tf.int64)
-  spec = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
-              label_ids=tf.io.FixedLenFeature([], tf.int64))
-  ds = tf.data.TFRecordDataset(record)
-  if is_training:
-    ds = ds.repeat().shuffle(1000, seed=seed, reshuffle_each_iteration=True)
-  ds = ds.batch(batch_size, drop_remainder=is_training)
-  names = dict(input_ids="input_word_ids", input_mask="input_mask", segment_ids="input_type_ids")
+  schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                label_ids=tf.io.FixedLenFeature([], tf.int64))
 
-  def parse(serialized):
-    f = tf.io.parse_example(serialized, spec)
-    out = {names[k]: tf.reshape(tf.cast(f[k], tf.int32), [-1, NUM_CHOICES, max_seq_length])
-           for k in names}
-    out["label_ids"] = tf.cast(f["label_ids"], tf.int32)
-    return out
+  def by_choice(batch):
+    return {k: v if k == "label_ids" else tf.reshape(v, [-1, NUM_CHOICES, max_seq_length])
+            for k, v in batch.items()}
 
-  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+  return read_dataset(record, schema, batch_size, is_training, seed, transform=by_choice)
 
 
 def levels_from_flags(high_only: bool, middle_only: bool) -> Tuple[str, ...]:

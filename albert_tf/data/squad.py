@@ -16,17 +16,17 @@ the original. `p_mask` is 1 where an answer cannot start or end (question,
 """
 
 import dataclasses
-import hashlib
 import json
 import os
-import shutil
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.tokenization import FullTokenizer
+from albert_tf import files as files_lib
+from albert_tf.data.records import read_dataset, write_records
+from albert_tf.text.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000
 
@@ -278,46 +278,32 @@ def convert_examples(examples: Sequence[SquadExample], tokenizer: FullTokenizer,
       yield features, metadata
 
 
-def _int_feature(values) -> tf.train.Feature:
-  return tf.train.Feature(int64_list=tf.train.Int64List(
-      value=[values] if isinstance(values, int) else values))
-
-
 def fingerprint(json_path: str, tokenizer: FullTokenizer, *settings) -> str:
   """Identifies a feature file's inputs: the JSON's and vocabulary's contents and the settings."""
-  digest = hashlib.sha1()
-  for path in (json_path, tokenizer.spm_model_file):
-    with open(path, "rb") as f:
-      for block in iter(lambda: f.read(1 << 20), b""):
-        digest.update(block)
-  digest.update(repr((tokenizer.do_lower_case,) + settings).encode())
-  return digest.hexdigest()[:16]
+  return files_lib.fingerprint(tokenizer.do_lower_case, *settings,
+                               files=[json_path, tokenizer.spm_model_file], length=16)
 
 
 def write_features(converted: Iterator[Tuple[Dict[str, list], dict]], record_path: str,
                    metadata_path: str, header: Callable[[int], dict],
-                   keep_metadata: bool = True) -> int:
-  """Writes the features as a TFRecord of tf.train.Examples and a JSON-lines
-  metadata file: first line `header(count)`, then (if `keep_metadata`) one line
-  per feature. Both appear atomically, the metadata last. Returns the count."""
-  count = 0
-  body = metadata_path + ".body.tmp"
-  with tf.io.TFRecordWriter(record_path + ".tmp") as writer, \
-      open(body, "w", encoding="utf-8") as meta:
-    for features, metadata in converted:
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature={k: _int_feature(v) for k, v in features.items()})).SerializeToString())
+                   keep_metadata: bool = True) -> Tuple[int, List[dict]]:
+  """Writes the features as a TFRecord and a JSON-lines metadata file: first line
+  `header(count)`, then (if `keep_metadata`) one line per feature. Both appear
+  atomically, the metadata last. Returns (count, the per-feature metadata kept)."""
+  metadata: List[dict] = []
+
+  def features():
+    for feature, meta in converted:
       if keep_metadata:
-        meta.write(json.dumps(metadata) + "\n")
-      count += 1
-  with open(metadata_path + ".tmp", "w", encoding="utf-8") as out, \
-      open(body, encoding="utf-8") as lines:
+        metadata.append(meta)
+      yield feature
+
+  count = write_records(features(), record_path)
+  with files_lib.atomic_open(metadata_path, encoding="utf-8") as out:
     out.write(json.dumps(header(count)) + "\n")
-    shutil.copyfileobj(lines, out)
-  os.remove(body)
-  os.replace(record_path + ".tmp", record_path)
-  os.replace(metadata_path + ".tmp", metadata_path)
-  return count
+    for meta in metadata:
+      out.write(json.dumps(meta) + "\n")
+  return count, metadata
 
 
 def read_metadata(metadata_path: str) -> Tuple[dict, List[dict]]:
@@ -335,33 +321,17 @@ def read_header(metadata_path: str) -> Optional[dict]:
     return None
 
 
-def feature_spec(max_seq_length: int, is_training: bool) -> Dict[str, tf.io.FixedLenFeature]:
-  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-  spec = dict(unique_ids=tf.io.FixedLenFeature([], tf.int64), input_ids=seq, input_mask=seq,
-              segment_ids=seq, p_mask=seq)
-  if is_training:
-    one = tf.io.FixedLenFeature([], tf.int64)
-    spec.update(start_positions=one, end_positions=one, is_impossible=one)
-  return spec
-
-
 def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool,
             seed: int = 0) -> tf.data.Dataset:
   """Batches of model inputs (input_word_ids, input_mask, input_type_ids, p_mask),
-  unique_ids and, for training, the targets. Training repeats, shuffles (seeded)
-  and drops the last partial batch; prediction keeps every feature in order."""
-  spec = feature_spec(max_seq_length, is_training)
-  ds = tf.data.TFRecordDataset(record)
+  unique_ids and, for training, the targets; see `records.read_dataset`."""
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  schema = dict(unique_ids=tf.io.FixedLenFeature([], tf.int64), input_ids=seq, input_mask=seq,
+                segment_ids=seq, p_mask=seq)
   if is_training:
-    ds = ds.repeat().shuffle(1000, seed=seed, reshuffle_each_iteration=True)
-  ds = ds.batch(batch_size, drop_remainder=is_training)
-  rename = dict(input_ids="input_word_ids", segment_ids="input_type_ids")
-
-  def parse(serialized):
-    return {rename.get(k, k): tf.cast(v, tf.int32) if k != "unique_ids" else v
-            for k, v in tf.io.parse_example(serialized, spec).items()}
-
-  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+    one = tf.io.FixedLenFeature([], tf.int64)
+    schema.update(start_positions=one, end_positions=one, is_impossible=one)
+  return read_dataset(record, schema, batch_size, is_training, seed)
 
 
 # ----------------------------------------------------------------------------- answers

@@ -9,14 +9,13 @@ transposed; every tensor's shape is checked before anything is assigned.
 import dataclasses
 import os
 import re
-import shutil
-import tempfile
 from typing import Dict, List, Optional
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.files import atomic_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
@@ -208,25 +207,14 @@ def save_original_checkpoint(model, checkpoint_prefix: str, global_step: Optiona
   if existing and not overwrite:
     raise FileExistsError(f"a checkpoint already exists at {checkpoint_prefix} "
                           f"({', '.join(sorted(existing))}); pass overwrite=True to replace it")
-  directory = os.path.dirname(os.path.abspath(checkpoint_prefix))
-  os.makedirs(directory, exist_ok=True)
   names = sorted(targets)
   tensors = [tf.convert_to_tensor(targets[n].numpy().astype(np.float32)) for n in names]
   if global_step is not None:
     names.append("global_step")
     tensors.append(tf.constant(global_step, tf.int64))
-  tmp = tempfile.mkdtemp(prefix=".albert_ckpt_", dir=directory)
-  try:
-    tmp_prefix = os.path.join(tmp, "ckpt")
+  with atomic_checkpoint(checkpoint_prefix) as tmp_prefix:
     tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
                       shape_and_slices=[""] * len(names), tensors=tensors)
-    # Data before index: a reader only looks for a checkpoint once its .index exists.
-    for old in existing:
-      os.remove(old)
-    for src in sorted(os.listdir(tmp), key=lambda f: f.endswith(".index")):
-      os.replace(os.path.join(tmp, src), checkpoint_prefix + src[len("ckpt"):])
-  finally:
-    shutil.rmtree(tmp, ignore_errors=True)
   logging.info("Wrote %d variables in the original TF1 names to %s", len(targets), checkpoint_prefix)
   return checkpoint_prefix
 

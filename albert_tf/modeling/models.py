@@ -27,8 +27,28 @@ def _hidden_size(encoder) -> int:
                      )["pooled_output"].shape[-1])
 
 
+class _TaskModel(keras.Model):
+  """An encoder plus a head. The encoder is an AlbertEncoder (or a config / preset to
+  build one), or a layer with its dict interface such as `hub.KerasLayer` of an
+  exported encoder SavedModel (such a model is saved as a SavedModel, not a config)."""
+
+  def __init__(self, encoder, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+
+  def _config(self, **head_config):
+    if not isinstance(self.encoder, AlbertEncoder):
+      raise NotImplementedError(f"get_config needs an AlbertEncoder; save a {type(self).__name__} "
+                                "with another encoder as a SavedModel instead")
+    return dict(encoder=self.encoder.config.to_dict(), name=self.name, **head_config)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(_TaskModel):
   """AlbertEncoder + masked-LM head (tied to the word embeddings) + sentence-order head.
 
   Called with the encoder's inputs and, optionally, `masked_lm_positions`
@@ -41,8 +61,7 @@ class AlbertPretrainer(keras.Model):
   """
 
   def __init__(self, encoder: Union[AlbertEncoder, AlbertConfig, dict, str], **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = _as_encoder(encoder)
+    super().__init__(_as_encoder(encoder), **kwargs)
     c = self.encoder.config
     self.masked_lm = AlbertMaskedLMHead(c.vocab_size, c.embedding_size, c.hidden_act,
                                         c.initializer_range, name="predictions")
@@ -71,15 +90,11 @@ class AlbertPretrainer(keras.Model):
                 sentence_order=self.sentence_order)
 
   def get_config(self):
-    return dict(encoder=self.encoder.config.to_dict(), name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)
+    return self._config()
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(keras.Model):
+class AlbertClassifier(_TaskModel):
   """An encoder + the original classification head (`output_weights`, `output_bias`).
 
   Called with the encoder's inputs it returns float32 logits [B, num_classes]
@@ -98,8 +113,7 @@ class AlbertClassifier(keras.Model):
 
   def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
                initializer_range: float = 0.02, seed=None, **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    super().__init__(encoder, **kwargs)
     self.num_classes = num_classes
     self.classifier = AlbertClassificationHead(num_classes, dropout_rate, initializer_range,
                                                seed=seed, name="classifier")
@@ -121,21 +135,13 @@ class AlbertClassifier(keras.Model):
             "output_bias": self.classifier.output_bias}
 
   def get_config(self):
-    if not isinstance(self.encoder, AlbertEncoder):
-      raise NotImplementedError("get_config needs an AlbertEncoder; save a hub-based "
-                                "classifier as a SavedModel instead")
-    return dict(encoder=self.encoder.config.to_dict(), num_classes=self.num_classes,
-                dropout_rate=self.classifier.dropout_rate,
-                initializer_range=self.classifier.initializer_range,
-                seed=self.classifier.seed, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)
+    return self._config(num_classes=self.num_classes, dropout_rate=self.classifier.dropout_rate,
+                        initializer_range=self.classifier.initializer_range,
+                        seed=self.classifier.seed)
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertQuestionAnswerer(keras.Model):
+class AlbertQuestionAnswerer(_TaskModel):
   """An encoder + the original SQuAD head: v1.1 span logits, or the v2.0 head with
   answer verification.
 
@@ -158,8 +164,7 @@ class AlbertQuestionAnswerer(keras.Model):
   def __init__(self, encoder, version_2_with_negative: bool = False, start_n_top: int = 5,
                end_n_top: int = 5, dropout_rate: float = 0.1, initializer_range: float = 0.02,
                seed=None, **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+    super().__init__(encoder, **kwargs)
     self.version_2_with_negative = version_2_with_negative
     hidden = _hidden_size(self.encoder)
     if version_2_with_negative:
@@ -204,20 +209,11 @@ class AlbertQuestionAnswerer(keras.Model):
     return names
 
   def get_config(self):
-    if not isinstance(self.encoder, AlbertEncoder):
-      raise NotImplementedError("get_config needs an AlbertEncoder; save a hub-based "
-                                "model as a SavedModel instead")
-    return dict(encoder=self.encoder.config.to_dict(),
-                version_2_with_negative=self.version_2_with_negative, name=self.name,
-                **self._kwargs)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)
+    return self._config(version_2_with_negative=self.version_2_with_negative, **self._kwargs)
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(keras.Model):
+class AlbertMultipleChoice(AlbertClassifier):
   """An encoder + the original RACE head: one logit per choice from its pooled output.
 
   Called with the encoder's inputs shaped [B, C, S] it returns float32 logits
@@ -235,36 +231,15 @@ class AlbertMultipleChoice(keras.Model):
 
   def __init__(self, encoder, dropout_rate: float = 0.1, initializer_range: float = 0.02,
                seed=None, **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
-    self.classifier = AlbertClassificationHead(1, dropout_rate, initializer_range, seed=seed,
-                                               name="classifier")
-    self.classifier.build([None, _hidden_size(self.encoder)])
-    self.built = True
+    super().__init__(encoder, 1, dropout_rate, initializer_range, seed, **kwargs)
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
     shape = tf.shape(inputs["input_word_ids"])                                  # [B, C, S]
     flat = {k: tf.reshape(inputs[k], [-1, shape[-1]]) for k in ENCODER_INPUTS}  # [B*C, S]
-    pooled = self.encoder(flat, training=training)["pooled_output"]              # [B*C, H]
-    logits = self.classifier(pooled, training=training)                           # [B*C, 1]
+    logits = super().call(flat, training=training)                               # [B*C, 1]
     return tf.reshape(logits, [shape[0], shape[1]])                               # [B, C]
 
-  @property
-  def checkpoint_items(self):
-    return dict(encoder=self.encoder, classifier=self.classifier)
-
-  def original_head_variables(self) -> Dict[str, tf.Variable]:
-    return {"output_weights": self.classifier.output_weights,
-            "output_bias": self.classifier.output_bias}
-
   def get_config(self):
-    if not isinstance(self.encoder, AlbertEncoder):
-      raise NotImplementedError("get_config needs an AlbertEncoder")
-    return dict(encoder=self.encoder.config.to_dict(),
-                dropout_rate=self.classifier.dropout_rate,
-                initializer_range=self.classifier.initializer_range,
-                seed=self.classifier.seed, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)
+    config = super().get_config()
+    del config["num_classes"]
+    return config

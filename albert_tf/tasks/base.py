@@ -188,10 +188,9 @@ def claim_output_dir(output_dir: str, record: dict, strategy=None) -> None:
 class FinetuningTask:
   """One fine-tuning run: every input checked before any work, then train / infer.
 
-  Subclasses set `name` and `best_metric` and implement `check_options`,
-  `read_inputs`, `build_features`, `build_model`, `per_example_loss`,
-  `train_dataset`, `evaluate` and `infer`; they may override `run_record`,
-  `train_steps`, `warmup_steps` and `needs_inference`.
+  Subclasses set `name` and `best_metric`, implement `build_model`,
+  `per_example_loss`, `train_dataset`, `evaluate` and `infer`, and override
+  the hooks below where they have something to do.
   """
   name = "fine-tuning"
   best_metric = "accuracy"
@@ -209,7 +208,10 @@ class FinetuningTask:
     self.build_features()
     self._predict_fns = {}
 
-  # -- what a task gives
+  # -- what a task gives besides `build_model`, `per_example_loss` (float32 [b] tensors:
+  # `loss`, optimized, and metrics, averaged for the logs), `train_dataset`, `evaluate`
+  # (dev metrics including `best_metric`) and `infer` (evaluates / predicts / exports with
+  # the restored model; returns results)
 
   def check_options(self) -> None:
     """Flag errors that need no file."""
@@ -227,20 +229,6 @@ class FinetuningTask:
   def build_features(self) -> None:
     """Builds or reuses the cached features."""
 
-  def build_model(self):
-    raise NotImplementedError
-
-  def per_example_loss(self, model, batch, training) -> Dict[str, tf.Tensor]:
-    """Float32 [b] tensors: `loss` (optimized) and metrics, each averaged for the logs."""
-    raise NotImplementedError
-
-  def train_dataset(self) -> tf.data.Dataset:
-    raise NotImplementedError
-
-  def evaluate(self, model) -> Optional[Dict[str, float]]:
-    """Dev metrics of `model`, including `best_metric`."""
-    raise NotImplementedError
-
   def can_evaluate(self) -> bool:
     return True
 
@@ -255,10 +243,6 @@ class FinetuningTask:
 
   def needs_inference(self) -> bool:
     return self.opts.do_predict or getattr(self.opts, "do_eval", False)
-
-  def infer(self, model, weights: str) -> Dict[str, Dict[str, float]]:
-    """Evaluates / predicts / exports with the restored `model`; returns results."""
-    raise NotImplementedError
 
   # -- the Trainer's view of the task
 

@@ -92,32 +92,6 @@ def per_example_loss(version_2: bool):
   return loss_fn
 
 
-def check_options(opts: SquadOptions) -> None:
-  """Flag errors that need no file, each naming its flag."""
-  if not (opts.do_train or opts.do_predict):
-    raise ValueError("nothing to do: set --do_train and/or --do_predict")
-  if opts.do_train and not opts.train_file:
-    raise ValueError("--do_train needs --train_file")
-  if opts.do_predict and not opts.predict_file:
-    raise ValueError("--do_predict needs --predict_file")
-  for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
-               "max_answer_length", "start_n_top", "end_n_top", "train_batch_size",
-               "predict_batch_size", "save_checkpoints_steps"):
-    if getattr(opts, name) <= 0:
-      raise ValueError(f"--{name}={getattr(opts, name)} must be positive")
-  if opts.max_seq_length <= opts.max_query_length + 3:
-    raise ValueError(f"--max_seq_length={opts.max_seq_length} leaves no room for the context "
-                     f"after --max_query_length={opts.max_query_length} and 3 special tokens")
-  if opts.start_n_top > opts.max_seq_length or opts.end_n_top > opts.max_seq_length:
-    raise ValueError("--start_n_top and --end_n_top cannot exceed --max_seq_length")
-  if opts.do_train and not (0 <= opts.warmup_proportion <= 1 and opts.num_train_epochs > 0):
-    raise ValueError("--num_train_epochs must be positive and --warmup_proportion in [0, 1]")
-  for flag in ("train_feature_file", "predict_feature_file", "predict_feature_left_file"):
-    path = getattr(opts, flag)
-    if path and os.path.isdir(path):
-      raise ValueError(f"--{flag}={path} is a directory; name a file")
-
-
 @dataclasses.dataclass
 class _Features:
   record: str
@@ -130,7 +104,30 @@ class SquadRun(FinetuningTask):
   best_metric = "f1"
 
   def check_options(self):
-    check_options(self.opts)
+    """Flag errors that need no file, each naming its flag."""
+    opts = self.opts
+    if not (opts.do_train or opts.do_predict):
+      raise ValueError("nothing to do: set --do_train and/or --do_predict")
+    if opts.do_train and not opts.train_file:
+      raise ValueError("--do_train needs --train_file")
+    if opts.do_predict and not opts.predict_file:
+      raise ValueError("--do_predict needs --predict_file")
+    for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
+                 "max_answer_length", "start_n_top", "end_n_top", "train_batch_size",
+                 "predict_batch_size", "save_checkpoints_steps"):
+      if getattr(opts, name) <= 0:
+        raise ValueError(f"--{name}={getattr(opts, name)} must be positive")
+    if opts.max_seq_length <= opts.max_query_length + 3:
+      raise ValueError(f"--max_seq_length={opts.max_seq_length} leaves no room for the context "
+                       f"after --max_query_length={opts.max_query_length} and 3 special tokens")
+    if opts.start_n_top > opts.max_seq_length or opts.end_n_top > opts.max_seq_length:
+      raise ValueError("--start_n_top and --end_n_top cannot exceed --max_seq_length")
+    if opts.do_train and not (0 <= opts.warmup_proportion <= 1 and opts.num_train_epochs > 0):
+      raise ValueError("--num_train_epochs must be positive and --warmup_proportion in [0, 1]")
+    for flag in ("train_feature_file", "predict_feature_file", "predict_feature_left_file"):
+      path = getattr(opts, flag)
+      if path and os.path.isdir(path):
+        raise ValueError(f"--{flag}={path} is a directory; name a file")
     self.name = "SQuAD v2.0" if self.opts.version_2_with_negative else "SQuAD v1.1"
 
   def read_inputs(self):

@@ -21,7 +21,6 @@ A task, for the Trainer, is an object with:
 import dataclasses
 import os
 import shutil
-import tempfile
 import time
 from typing import Callable, Dict, Optional
 
@@ -29,6 +28,7 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.files import atomic_checkpoint
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
                                            set_precision)
 from albert_tf.training.logs import append_csv, plot_learning_curve, read_csv
@@ -61,19 +61,9 @@ class TrainerOptions:
 
 def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
   """Writes `tf.train.Checkpoint(**items)` to `prefix`, replacing any checkpoint there only
-  once the new one is complete (data files first, then the index)."""
-  directory = os.path.dirname(os.path.abspath(prefix))
-  tmp = tempfile.mkdtemp(prefix=".ckpt_", dir=directory)
-  try:
-    tf.train.Checkpoint(**items).write(os.path.join(tmp, "ckpt"))
-    files = sorted(os.listdir(tmp), key=lambda f: f.endswith(".index"))
-    for old in tf.io.gfile.glob(prefix + ".*"):
-      if old.endswith(".index"):
-        os.remove(old)
-    for name in files:
-      os.replace(os.path.join(tmp, name), prefix + name[len("ckpt"):])
-  finally:
-    shutil.rmtree(tmp, ignore_errors=True)
+  once the new one is complete."""
+  with atomic_checkpoint(prefix) as tmp_prefix:
+    tf.train.Checkpoint(**items).write(tmp_prefix)
   return prefix
 
 

@@ -1,0 +1,108 @@
+"""TFRecords of features: one writer and one tf.data reader for every task.
+
+Features are dicts of ints, floats or lists of them, stored as
+`tf.train.Example`s under the original scripts' feature names
+(`input_ids`, `input_mask`, `segment_ids`, ...). The reader renames those to
+the model's input names and casts int64 to int32.
+"""
+
+from typing import Callable, Dict, Iterable, Optional, Sequence, Union
+
+import tensorflow as tf
+
+from albert_tf.files import atomic_path
+
+# Original feature name -> model input name.
+MODEL_NAMES = dict(input_ids="input_word_ids", segment_ids="input_type_ids")
+_INT64 = ("unique_ids",)  # SQuAD's ids start at 1e9
+Schema = Dict[str, tf.io.FixedLenFeature]
+
+
+def _feature(values) -> tf.train.Feature:
+  if not isinstance(values, (list, tuple)):
+    values = [values]
+  if values and isinstance(values[0], float):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def serialize(features: Dict[str, object]) -> bytes:
+  """A `tf.train.Example` of ints / floats / lists of them (floats: FloatList)."""
+  return tf.train.Example(features=tf.train.Features(
+      feature={k: _feature(v) for k, v in features.items()})).SerializeToString(
+      deterministic=True)
+
+
+def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
+                  paths: Union[str, Sequence[str]]) -> int:
+  """Writes features (dicts, or already serialized) round-robin over `paths`; each file
+  appears only when all are complete. Returns the number written."""
+  paths = [paths] if isinstance(paths, str) else list(paths)
+  count = 0
+  with _atomic_paths(paths) as tmps:
+    writers = [tf.io.TFRecordWriter(t) for t in tmps]
+    try:
+      for example in examples:
+        writers[count % len(writers)].write(
+            example if isinstance(example, bytes) else serialize(example))
+        count += 1
+    finally:
+      for w in writers:
+        w.close()
+  return count
+
+
+class _atomic_paths:  # pylint: disable=invalid-name
+  """`atomic_path` for several files at once: all renamed into place, or none."""
+
+  def __init__(self, paths):
+    self._contexts = [atomic_path(p) for p in paths]
+
+  def __enter__(self):
+    return [c.__enter__() for c in self._contexts]
+
+  def __exit__(self, *exc):
+    for c in self._contexts:
+      c.__exit__(*exc)
+    return False
+
+
+def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: int,
+                 is_training: bool, seed: int = 0,
+                 transform: Optional[Callable[[dict], dict]] = None) -> tf.data.Dataset:
+  """Batches of features parsed with `schema`, renamed to model inputs, int64 as int32.
+
+  Training repeats and shuffles deterministically for `seed` (files, then
+  records), so the iterator's position can be checkpointed, and drops the
+  last partial batch; evaluation keeps every record in file order.
+  `transform` maps each parsed batch (e.g. reshapes) before prefetching.
+  """
+  files = [files] if isinstance(files, str) else list(files)
+  if len(files) == 1:
+    ds = tf.data.TFRecordDataset(files[0])
+    if is_training:
+      ds = ds.repeat()
+  else:
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if is_training:
+      ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(files)),
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if is_training:
+    ds = ds.shuffle(1000, seed=seed, reshuffle_each_iteration=True)
+  ds = ds.batch(batch_size, drop_remainder=is_training)
+
+  def parse(serialized):
+    parsed = tf.io.parse_example(serialized, schema)
+    batch = {MODEL_NAMES.get(k, k):
+             tf.cast(v, tf.int32) if v.dtype == tf.int64 and k not in _INT64 else v
+             for k, v in parsed.items()}
+    return transform(batch) if transform else batch
+
+  return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+
+
+def first_record(path: str) -> Optional[tf.train.Example]:
+  """The first Example of a TFRecord file, or None if it holds none."""
+  record = next(iter(tf.data.TFRecordDataset([path])), None)
+  return None if record is None else tf.train.Example.FromString(record.numpy())

@@ -1,0 +1,1 @@
+"""TF-Hub SavedModels: writing the encoder, preprocessor and serving classifier; reading them."""

@@ -1,0 +1,41 @@
+"""Reading what hub_export wrote: a SavedModel, and the config and vocabulary inside it."""
+
+import os
+from typing import Tuple
+
+import tensorflow as tf
+
+from albert_tf.modeling.config import AlbertConfig
+
+FROM_TF_HUB = "from_tf_hub"   # --spm_model_file value: take the vocabulary from the SavedModel
+
+
+def load_saved_model(handle):
+  """`tf.saved_model.load(handle)` with a clear error; a loaded object is passed through."""
+  if not isinstance(handle, (str, os.PathLike)):
+    return handle
+  if not tf.io.gfile.exists(os.path.join(handle, "saved_model.pb")):
+    raise FileNotFoundError(f"{handle} is not a SavedModel directory (no saved_model.pb)")
+  return tf.saved_model.load(handle)
+
+
+def spm_model_from_hub(handle) -> Tuple[str, bool]:
+  """(path of the SentencePiece model, do_lower_case) stored in an exported SavedModel
+  (a path, or the object `load_saved_model` returned).
+
+  This is what `--spm_model_file=from_tf_hub` resolves to.
+  """
+  loaded = load_saved_model(handle)
+  if not hasattr(loaded, "sp_model_file"):
+    raise ValueError(f"the SavedModel {handle} has no sp_model_file asset; "
+                     "pass --spm_model_file=PATH instead of from_tf_hub")
+  do_lower_case = bool(loaded.do_lower_case.numpy()) if hasattr(loaded, "do_lower_case") else True
+  return loaded.sp_model_file.asset_path.numpy().decode(), do_lower_case
+
+
+def config_from_hub(handle) -> AlbertConfig:
+  """The AlbertConfig stored in an exported encoder SavedModel (path or loaded object)."""
+  loaded = load_saved_model(handle)
+  if not hasattr(loaded, "albert_config_file"):
+    raise ValueError(f"the SavedModel {handle} has no albert_config_file asset")
+  return AlbertConfig.from_json_file(loaded.albert_config_file.asset_path.numpy().decode())

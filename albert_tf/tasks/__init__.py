@@ -1,0 +1,1 @@
+"""Pretraining, GLUE, SQuAD and RACE: what is each task's own, on one run sequence."""

@@ -1,0 +1,61 @@
+"""What the fine-tuning benchmarks share: a vocabulary trained here, a preset config, and
+the mean throughput of a run's logged steps."""
+
+import csv
+import os
+import sys
+import tempfile
+
+from absl import flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top,wrong-import-position
+from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top,wrong-import-position
+from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+VOCAB_SIZE = 2000  # only the embedding gather differs from the released 30k vocabulary
+
+
+def workspace(prefix: str, preset: str):
+  """(directory, SentencePiece model, albert_config.json) for a benchmark: ALBERT-base
+  ("base") or a small model ("small": H=128, 4 layers), with a pydoc vocabulary."""
+  tmp = tempfile.mkdtemp(prefix=prefix)
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
+  spm = vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=VOCAB_SIZE)
+  if preset == "base":
+    config = AlbertConfig.from_preset("base")
+  else:
+    config = AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=4,
+                          num_attention_heads=4, intermediate_size=512)
+  config_file = os.path.join(tmp, "albert_config.json")
+  AlbertConfig.from_dict(dict(config.to_dict(), vocab_size=VOCAB_SIZE)).to_json_file(config_file)
+  return tmp, spm, config_file
+
+
+def mean_throughput(output_dir: str, warmup_steps: int) -> float:
+  """Mean examples_per_second of train_log.csv after the first `warmup_steps` rows."""
+  with open(os.path.join(output_dir, "train_log.csv")) as f:
+    rows = list(csv.DictReader(f))[warmup_steps:]
+  return sum(float(r["examples_per_second"]) for r in rows) / len(rows)
+
+
+def print_ratio(results: dict, dtypes) -> None:
+  """The second dtype's throughput over the first's, when two were measured."""
+  if len(results) == 2:
+    a, b = results.values()
+    print(f"  ratio {dtypes[1]}/{dtypes[0]}: {b / a:.2f}")
+
+
+def define_training_flags(seq_length: int, batch_size: int, steps: int,
+                          batch_help: str = "Training batch size.") -> None:
+  """The flags of a fine-tuning throughput benchmark."""
+  flags.DEFINE_enum("preset", "base", ["base", "small"], "base: ALBERT-base; small: H=128, "
+                    "4 layers.")
+  flags.DEFINE_integer("seq_length", seq_length, "max_seq_length.")
+  flags.DEFINE_integer("batch_size", batch_size, batch_help)
+  flags.DEFINE_integer("steps", steps, "Training steps per configuration.")
+  flags.DEFINE_integer("warmup_steps", 2, "Steps left out of the measurement.")
+  flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "Compute dtypes to compare.")
+  flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
