@@ -1,0 +1,153 @@
+"""The package's shape: folders import only what their layer may, scripts keep the
+original flag names, and every flag is generated from its options dataclass."""
+
+import ast
+import dataclasses
+import pathlib
+import subprocess
+import sys
+
+from absl import flags
+import pytest
+
+from albert_tf import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "albert_tf"
+
+# What each folder may import from albert_tf (besides itself), as the README's table says.
+ALLOWED = {
+    "modeling": {"files"},
+    "text": {"files", "cli"},
+    "data": {"text", "files", "cli"},
+    "training": {"files"},
+    "hub": {"modeling", "text", "cli"},
+    "files.py": set(),
+    "cli.py": set(),
+}
+
+# The flags each script had before its flags were generated (the original names).
+ORIGINAL_FLAGS = {
+    "create_vocab.py": "input_file model_prefix vocab_size input_sentence_size character_coverage "
+                       "overwrite",
+    "create_pretraining_data.py": "input_file output_file spm_model_file vocab_file do_lower_case "
+                                  "do_whole_word_mask do_permutation favor_shorter_ngram "
+                                  "random_next_sentence max_seq_length ngram "
+                                  "max_predictions_per_seq random_seed dupe_factor masked_lm_prob "
+                                  "short_seq_prob num_workers overwrite",
+    "run_pretraining.py": "input_file output_dir init_checkpoint albert_config_file do_train do_eval "
+                          "train_batch_size eval_batch_size max_seq_length max_predictions_per_seq "
+                          "optimizer learning_rate poly_power num_train_steps num_warmup_steps "
+                          "start_warmup_step save_checkpoints_steps keep_checkpoint_max "
+                          "max_eval_steps distribution_strategy tpu dtype jit_compile seed "
+                          "log_steps export_original_checkpoint",
+    "run_classifier.py": "data_dir output_dir task_name albert_config_file init_checkpoint "
+                         "albert_hub_module_handle spm_model_file do_lower_case max_seq_length "
+                         "do_train do_eval do_predict train_batch_size eval_batch_size "
+                         "predict_batch_size learning_rate train_step warmup_step "
+                         "save_checkpoints_steps keep_checkpoint_max optimizer dropout_prob "
+                         "cached_dir export_dir skip_malformed_rows distribution_strategy dtype "
+                         "seed log_steps",
+    "run_squad.py": "output_dir albert_config_file init_checkpoint albert_hub_module_handle "
+                    "spm_model_file do_lower_case train_file predict_file train_feature_file "
+                    "predict_feature_file predict_feature_left_file version_2_with_negative "
+                    "max_seq_length doc_stride max_query_length do_train do_predict "
+                    "train_batch_size predict_batch_size learning_rate num_train_epochs "
+                    "warmup_proportion save_checkpoints_steps keep_checkpoint_max optimizer "
+                    "n_best_size max_answer_length start_n_top end_n_top dropout_prob "
+                    "null_score_diff_threshold distribution_strategy dtype seed log_steps",
+    "run_race.py": "data_dir output_dir albert_config_file init_checkpoint albert_hub_module_handle "
+                   "spm_model_file do_lower_case max_seq_length max_qa_length do_train do_eval "
+                   "do_predict train_batch_size eval_batch_size predict_batch_size learning_rate "
+                   "train_step warmup_step save_checkpoints_steps num_keep_checkpoint high_only "
+                   "middle_only optimizer dropout_prob cached_dir distribution_strategy dtype "
+                   "seed log_steps",
+    "hub_export/export.py": "albert_directory checkpoint_name albert_config_file init_checkpoint "
+                            "spm_model_file export_path export_preprocessing_path do_lower_case "
+                            "default_seq_length overwrite",
+}
+
+
+def _imported_parts(path: pathlib.Path):
+  """The top-level albert_tf parts (folder or module) that a file imports."""
+  parts = set()
+  for node in ast.walk(ast.parse(path.read_text())):
+    names = []
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+      names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    elif isinstance(node, ast.Import):
+      names = [a.name for a in node.names]
+    for name in names:
+      pieces = name.split(".")
+      if pieces[0] == "albert_tf" and len(pieces) > 1:
+        parts.add(pieces[1])
+  return parts
+
+
+@pytest.mark.parametrize("part", sorted(ALLOWED))
+def test_each_layer_imports_only_what_it_may(part):
+  target = PACKAGE / part
+  files = [target] if target.suffix == ".py" else sorted(target.rglob("*.py"))
+  assert files
+  own = part[:-3] if part.endswith(".py") else part
+  for path in files:
+    used = {p.removesuffix(".py") for p in _imported_parts(path)} - {own}
+    allowed = {a.removesuffix(".py") for a in ALLOWED[part]}
+    assert used <= allowed, f"{path.relative_to(ROOT)} imports albert_tf.{used - allowed}"
+
+
+def test_original_module_paths_are_the_text_modules():
+  import albert_tf.packing  # pylint: disable=import-outside-toplevel
+  import albert_tf.tokenization  # pylint: disable=import-outside-toplevel
+  from albert_tf.text import packing, tokenization  # pylint: disable=import-outside-toplevel
+  assert albert_tf.tokenization is tokenization and albert_tf.packing is packing
+  assert albert_tf.tokenization.FullTokenizer is tokenization.FullTokenizer
+
+
+@pytest.mark.parametrize("script", sorted(ORIGINAL_FLAGS))
+def test_scripts_keep_the_original_flags_generated_from_one_dataclass(script):
+  """--helpfull lists every original flag; nothing besides `cli.define_flags` declares one."""
+  source = (ROOT / script).read_text()
+  assert "DEFINE_" not in source and "cli.define_flags(" in source
+  done = subprocess.run([sys.executable, str(ROOT / script), "--helpfull"], capture_output=True,
+                        text=True, timeout=120, cwd=ROOT)
+  listed = done.stdout + done.stderr
+  missing = [f for f in ORIGINAL_FLAGS[script].split()
+             if f"--{f}:" not in listed and f"--[no]{f}:" not in listed]
+  assert not missing, f"{script} lacks --{', --'.join(missing)}"
+
+
+def test_flags_take_names_defaults_and_help_from_the_fields():
+  @dataclasses.dataclass(kw_only=True)
+  class Options:
+    name: str = cli.option(help="A required path.")
+    steps: int = cli.option(100, "Steps.")
+    rate: float = cli.option(0.5, "Rate.")
+    on: bool = cli.option(True, "Switch.")
+    kind: str = cli.option("a", "Kind.", choices=("a", "b"))
+
+  values = flags.FlagValues()
+  cli.define_flags(Options, values)
+  values(["prog", "--name=x", "--steps=7", "--noon", "--kind=b"])
+  assert cli.options_from_flags(Options, values) == Options(name="x", steps=7, on=False, kind="b")
+  assert values["rate"].default == 0.5 and values["steps"].help == "Steps."
+  assert values["name"].default is None
+  with pytest.raises(flags.IllegalFlagValueError):
+    values["kind"].parse("c")
+  unset = flags.FlagValues()
+  cli.define_flags(Options, unset)
+  with pytest.raises(flags.IllegalFlagValueError):
+    unset(["prog"])  # --name is required
+
+
+def test_pretraining_flags_and_options_agree():
+  """The drift the generated flags removed: --log_steps 100 vs 10, --do_train True vs False."""
+  from albert_tf.tasks import pretraining  # pylint: disable=import-outside-toplevel
+  values = flags.FlagValues()
+  cli.define_flags(pretraining.PretrainingOptions, values)
+  opts = pretraining.PretrainingOptions(input_file="x", output_dir="y", albert_config_file="z")
+  required = {"input_file", "output_dir", "albert_config_file"}
+  for field in dataclasses.fields(opts):
+    if field.name not in required:
+      assert values[field.name].default == getattr(opts, field.name), field.name
+  assert opts.log_steps == 100 and opts.do_train is False
