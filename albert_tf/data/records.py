@@ -6,6 +6,7 @@ Features are dicts of ints, floats or lists of them, stored as
 the model's input names and casts int64 to int32.
 """
 
+import contextlib
 from typing import Callable, Dict, Iterable, Optional, Sequence, Union
 
 import tensorflow as tf
@@ -39,8 +40,8 @@ def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
   appears only when all are complete. Returns the number written."""
   paths = [paths] if isinstance(paths, str) else list(paths)
   count = 0
-  with _atomic_paths(paths) as tmps:
-    writers = [tf.io.TFRecordWriter(t) for t in tmps]
+  with contextlib.ExitStack() as stack:  # every file renamed into place, or none
+    writers = [tf.io.TFRecordWriter(stack.enter_context(atomic_path(p))) for p in paths]
     try:
       for example in examples:
         writers[count % len(writers)].write(
@@ -50,21 +51,6 @@ def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
       for w in writers:
         w.close()
   return count
-
-
-class _atomic_paths:  # pylint: disable=invalid-name
-  """`atomic_path` for several files at once: all renamed into place, or none."""
-
-  def __init__(self, paths):
-    self._contexts = [atomic_path(p) for p in paths]
-
-  def __enter__(self):
-    return [c.__enter__() for c in self._contexts]
-
-  def __exit__(self, *exc):
-    for c in self._contexts:
-      c.__exit__(*exc)
-    return False
 
 
 def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: int,
