@@ -211,19 +211,38 @@ def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypat
   (target / "keep.txt").write_text("mine")
   with pytest.raises(FileExistsError, match="--overwrite"):
     export.export_encoder(AlbertPretrainer(TINY), str(target))
-  assert (target / "keep.txt").read_text() == "mine"
+  # --overwrite replaces an earlier export only, never a directory of other files.
+  with pytest.raises(FileExistsError, match="not a SavedModel export"):
+    export.export_encoder(AlbertPretrainer(TINY), str(target), overwrite=True)
+  assert sorted(os.listdir(target)) == ["keep.txt"] and (target / "keep.txt").read_text() == "mine"
+
+  earlier = tmp_path / "earlier"
+  export.export_encoder(AlbertPretrainer(TINY), str(earlier))
+  before = (earlier / "saved_model.pb").read_bytes()
 
   def broken_save(*args, **kwargs):
     raise RuntimeError("disk full")
   with monkeypatch.context() as m:
     m.setattr(keras.Model, "save", broken_save)
     with pytest.raises(RuntimeError, match="disk full"):
-      export.export_encoder(AlbertPretrainer(TINY), str(target), overwrite=True)
-  assert sorted(os.listdir(tmp_path)) == ["hub"] and (target / "keep.txt").read_text() == "mine"
+      export.export_encoder(AlbertPretrainer(GROUPED), str(earlier), overwrite=True)
+  assert (earlier / "saved_model.pb").read_bytes() == before
+  assert sorted(os.listdir(tmp_path)) == ["earlier", "hub"]
 
-  export.export_encoder(AlbertPretrainer(TINY), str(target), overwrite=True)
-  assert not (target / "keep.txt").exists() and (target / "saved_model.pb").exists()
-  assert sorted(os.listdir(tmp_path)) == ["hub"]
+  export.export_encoder(AlbertPretrainer(GROUPED), str(earlier), overwrite=True)
+  assert (earlier / "saved_model.pb").read_bytes() != before
+  assert sorted(os.listdir(tmp_path)) == ["earlier", "hub"]
+
+
+def test_a_killed_exports_temporaries_are_removed_by_the_next(tmp_path):
+  """An export killed halfway leaves `.export_<pid>_*` behind; the next export in the same
+  place removes it (the process is gone), but not the temporary of a live export."""
+  dead = tmp_path / ".export_999999999_abcd"   # above any pid_max: no such process
+  (dead / "saved_model").mkdir(parents=True)
+  live = tmp_path / f".export_{os.getpid()}_live"
+  live.mkdir()
+  export.export_encoder(AlbertPretrainer(TINY), str(tmp_path / "hub"))
+  assert sorted(os.listdir(tmp_path)) == [live.name, "hub"]
 
 
 @pytest.mark.parametrize("damage, error, message", [
@@ -238,9 +257,10 @@ def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypat
 def test_export_errors_leave_target_untouched(tmp_path, spm_model, damage, error, message):
   source = tmp_path / "albert"
   write_released_layout(source, dict(TINY, vocab_size=1500), spm_model)
-  target = tmp_path / "hub"
+  target = tmp_path / "hub"   # an earlier export (what --overwrite may replace)
   target.mkdir()
   (target / "keep.txt").write_text("mine")
+  (target / "saved_model.pb").write_bytes(b"earlier")
   kwargs = dict(albert_directory=str(source), overwrite=damage != "none")
   if damage == "checkpoint":
     (source / "model.ckpt-best.index").write_bytes(b"not a checkpoint index")
@@ -259,7 +279,7 @@ def test_export_errors_leave_target_untouched(tmp_path, spm_model, damage, error
         str(tmp_path / "native" / "ckpt"))
   with pytest.raises(error, match=message):
     export.export_from_sources(str(target), str(tmp_path / "pre"), **kwargs)
-  assert sorted(os.listdir(target)) == ["keep.txt"]
+  assert sorted(os.listdir(target)) == ["keep.txt", "saved_model.pb"]
   assert sorted(p for p in os.listdir(tmp_path) if p != "native") == ["albert", "hub"]
 
 

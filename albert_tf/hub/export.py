@@ -153,6 +153,43 @@ class _Preprocessor(tf.Module):
 
 # ----------------------------------------------------------------------------- writing
 
+def check_export_target(path: str, overwrite: bool, what: str = "export path") -> None:
+  """Refuses a target that exists and is not empty, unless `overwrite` and it holds an
+  earlier export (a SavedModel: saved_model.pb); anything else is never replaced."""
+  path = os.path.abspath(path)
+  if not os.path.exists(path):
+    return
+  if not os.path.isdir(path):
+    raise FileExistsError(f"{what} {path} exists and is not a directory")
+  if not os.listdir(path):
+    return
+  if not overwrite:
+    raise FileExistsError(f"{what} {path} exists and is not empty; pass --overwrite to replace "
+                          "it (an earlier export only)")
+  if not os.path.exists(os.path.join(path, "saved_model.pb")):
+    raise FileExistsError(f"{what} {path} holds files that are not a SavedModel export (no "
+                          "saved_model.pb); --overwrite only replaces an earlier export, so "
+                          "nothing was changed")
+
+
+def _remove_stale_temporaries(parent: str) -> None:
+  """Removes the `.export_<pid>_*` directories of exports whose process is gone (killed)."""
+  for name in os.listdir(parent):
+    if not name.startswith(".export_"):
+      continue
+    pid = name[len(".export_"):].split("_")[0]
+    if pid.isdigit():
+      try:
+        os.kill(int(pid), 0)
+        continue  # an export still running
+      except ProcessLookupError:
+        pass
+      except PermissionError:
+        continue
+    shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    logging.warning("Removed %s, left by an export that did not finish", name)
+
+
 @contextlib.contextmanager
 def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str]]:
   """Yields (saved_model_dir, assets_staging_dir) in a temporary directory beside
@@ -160,23 +197,17 @@ def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str
   that fails halfway never replaces (or removes) what was there.
   """
   export_path = os.path.abspath(export_path)
-  if os.path.exists(export_path):
-    if not os.path.isdir(export_path):
-      raise FileExistsError(f"export path {export_path} exists and is not a directory")
-    if os.listdir(export_path) and not overwrite:
-      raise FileExistsError(f"export path {export_path} exists and is not empty; "
-                            "pass --overwrite to replace it")
+  check_export_target(export_path, overwrite)
   parent = os.path.dirname(export_path)
   os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(prefix=".export_", dir=parent)
+  _remove_stale_temporaries(parent)
+  tmp = tempfile.mkdtemp(prefix=f".export_{os.getpid()}_", dir=parent)
   try:
     saved, staging = os.path.join(tmp, "saved_model"), os.path.join(tmp, "staging")
     os.makedirs(staging)
     yield saved, staging
-    backup = None
     if os.path.exists(export_path):
-      backup = os.path.join(tmp, "previous")
-      os.replace(export_path, backup)
+      os.replace(export_path, os.path.join(tmp, "previous"))
     os.replace(saved, export_path)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
@@ -322,9 +353,8 @@ def export_from_sources(export_path: Optional[str] = None,
     init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
   for flag, path in (("export_path", export_path),
                      ("export_preprocessing_path", export_preprocessing_path)):
-    if path and os.path.isdir(path) and os.listdir(path) and not overwrite:
-      raise FileExistsError(f"--{flag}={path} exists and is not empty; "
-                            "pass --overwrite to replace it")
+    if path:
+      check_export_target(path, overwrite, f"--{flag}")
   if export_preprocessing_path and not spm_model_file:
     raise ValueError("--export_preprocessing_path needs --spm_model_file (or --albert_directory)")
   if export_path and not (albert_config_file and init_checkpoint):
@@ -376,7 +406,7 @@ class ExportOptions:
                                                     "SavedModel.")
   do_lower_case: bool = option(True, "Lower-case the input text (the released models do).")
   default_seq_length: int = option(128, "Sequence length of the preprocessor's root call.")
-  overwrite: bool = option(False, "Replace existing, non-empty export directories.")
+  overwrite: bool = option(False, "Replace an earlier export (a directory with saved_model.pb), nothing else.")
 
 
 def run(opts: ExportOptions) -> Dict[str, str]:
