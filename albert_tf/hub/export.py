@@ -406,7 +406,8 @@ class ExportOptions:
                                                     "SavedModel.")
   do_lower_case: bool = option(True, "Lower-case the input text (the released models do).")
   default_seq_length: int = option(128, "Sequence length of the preprocessor's root call.")
-  overwrite: bool = option(False, "Replace an earlier export (a directory with saved_model.pb), nothing else.")
+  overwrite: bool = option(False, "Replace an earlier export (a directory with "
+                           "saved_model.pb), nothing else.")
 
 
 def run(opts: ExportOptions) -> Dict[str, str]:
