@@ -78,12 +78,6 @@ def write_results(path: str, results: dict) -> None:
       f.write(f"{k} = {v}\n")
 
 
-def read_results(path: str) -> dict:
-  """The `key = value` lines of `write_results` as strings."""
-  with open(path) as f:
-    return dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
-
-
 def fingerprint(*settings, files: Sequence[str] = (), length: int = 10) -> str:
   """A hex digest of the contents of `files` and the reprs of `settings`: what a
   cached file was built from, so changed inputs never reuse stale features."""
