@@ -52,3 +52,36 @@ def random_inputs(cfg, batch=3, seq=11, seed=1, num_masked=4):
 
 def encoder_inputs(inputs):
   return {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+
+
+def fuzz_texts(count=2000, seed=0, words=("the", "assert", "statement", "1,000", "x")):
+  """Random Unicode strings as the JSON and TSV readers can hand them over: every plane,
+  C0/C1 controls and NUL, combining marks, odd spaces, lone surrogates (JSON's "\\ud800"),
+  runs of one repeated character (SentencePiece score ties), ALBERT's quote and digit-comma
+  cases, mixed with ordinary words."""
+  rng = np.random.default_rng(seed)
+
+  def char():
+    r = rng.random()
+    if r < 0.15:
+      return chr(rng.integers(0, 0x20))                                # C0 controls, NUL
+    if r < 0.2:
+      return str(rng.choice(["\x7f", "\x85", "\xa0", "\u2028", "\u200b", "\ufeff", "\u3000"]))
+    if r < 0.3:
+      return chr(rng.integers(0x300, 0x370))                           # combining marks
+    if r < 0.35:
+      return chr(rng.integers(0xD800, 0xE000))                         # lone surrogates
+    if r < 0.45:
+      return chr(rng.integers(0x80, 0x800))
+    if r < 0.6:
+      return chr(rng.integers(0x800, 0x10000))
+    if r < 0.7:
+      return chr(rng.integers(0x10000, 0x110000))                      # planes 1 to 16
+    if r < 0.8:
+      return str(rng.choice(list("=*-_~#."))) * int(rng.integers(2, 30))
+    return str(rng.choice(list("abcXYZ019 ,.`'\"İΣσςẞ")))
+
+  return [" ".join(str(rng.choice(words)) if rng.random() < 0.5
+                   else "".join(char() for _ in range(rng.integers(1, 6)))
+                   for _ in range(rng.integers(1, 8)))
+          for _ in range(count)]

@@ -57,8 +57,21 @@ def normalize(strings: tf.Tensor, lower: bool = True) -> tf.Tensor:
   x = tf_text.normalize_utf8(x, "NFKD")
   x = tf.strings.regex_replace(x, _char_class("combining"), "")
   if lower:
-    x = tf.strings.lower(x, encoding="utf-8")
+    x = _lower(x)
   return x
+
+
+def _lower(strings: tf.Tensor) -> tf.Tensor:
+  """`str.lower` on a string tensor, NULs included (`tf.strings.lower` stops at the first
+  NUL): the text between NULs is lower-cased and the NULs put back."""
+  flat = tf.reshape(strings, [-1])                                          # [N]
+  parts = tf.strings.split(flat, "\x00")                                   # [N, (k)]
+  lengths = parts.row_lengths()
+  last = tf.ragged.range(lengths) + 1 == lengths[:, None]                 # [N, (k)]
+  nul = tf.where(last.flat_values, "", tf.constant("\x00"))
+  lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
+  joined = tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)  # [N]
+  return tf.reshape(joined, tf.shape(strings))
 
 
 def _read_model(spm_model: Union[str, bytes]) -> bytes:

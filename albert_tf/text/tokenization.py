@@ -16,9 +16,18 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
 
 
 def convert_to_unicode(text: Union[str, bytes]) -> str:
-  """str as is; bytes decoded as UTF-8 with invalid sequences dropped, as the original."""
+  """str as is; bytes decoded as UTF-8 with invalid sequences dropped, as the original.
+
+  Lone surrogates in a str (JSON's "\\ud800" reads as one) are dropped too: they
+  are not characters, and the in-graph tokenizer, which sees the same text as
+  UTF-8 bytes, drops them as invalid.
+  """
   if isinstance(text, str):
-    return text
+    try:
+      text.encode("utf-8")
+      return text
+    except UnicodeEncodeError:
+      return text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore")
   if isinstance(text, bytes):
     return text.decode("utf-8", "ignore")
   raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
@@ -51,7 +60,12 @@ def normalize_with_offsets(text: str, lower: bool = False) -> Tuple[str, List[in
   `text[starts[i]:ends[i]]`. Accent marks dropped by the normalization belong
   to the character before them, so a span of normalized characters maps back
   to the original text with its accents (SQuAD answers are cut from it).
+  Lone surrogates are dropped, as `convert_to_unicode` drops them.
   """
+  kept = [i for i, c in enumerate(text) if not "\ud800" <= c <= "\udfff"]
+  if len(kept) < len(text):
+    normalized, starts, ends = normalize_with_offsets("".join(text[i] for i in kept), lower)
+    return normalized, [kept[i] for i in starts], [kept[i - 1] + 1 for i in ends]
   chars: List[List] = []                 # [character, start, end] of the output so far
   words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
   for w, (begin, end) in enumerate(words):
@@ -76,15 +90,6 @@ def normalize_with_offsets(text: str, lower: bool = False) -> Tuple[str, List[in
   if len(reference) == len(normalized):   # context-dependent casing (final sigma) keeps lengths
     normalized = reference
   return normalized, [c[1] for c in chars], [c[2] for c in chars]
-
-
-def _byte_to_char(text: str) -> List[int]:
-  """Character index of every UTF-8 byte offset of `text` (and len(text) for the end)."""
-  index = []
-  for i, c in enumerate(text):
-    index.extend([i] * len(c.encode("utf-8")))
-  index.append(len(text))
-  return index
 
 
 def _split_digit_comma(piece: str) -> bool:
@@ -191,11 +196,11 @@ class FullTokenizer:
     (a lone "▁") have starts[k] == ends[k].
     """
     normalized, char_starts, char_ends = normalize_with_offsets(text, self.do_lower_case)
-    byte_to_char = _byte_to_char(normalized)
 
     spans = []                 # (piece, first, last + 1) in normalized characters
-    for p in self.sp_model.EncodeAsProto(normalized).pieces:
-      begin, end = byte_to_char[p.begin], byte_to_char[p.end]
+    # sentencepiece < 0.2.2 gives begin/end in characters of the str it was given.
+    for p in self.sp_model.EncodeAsImmutableProto(normalized).pieces:
+      begin, end = p.begin, p.end
       if not _split_digit_comma(p.piece):
         spans.append((p.piece, begin, end))
         continue
@@ -205,10 +210,8 @@ class FullTokenizer:
       surface_end = end - 1
       surface_begin = surface_end - len(inner)
       if surface_begin >= begin and normalized[surface_begin:surface_end] == inner:
-        sub = self.sp_model.EncodeAsProto(inner).pieces
-        inner_chars = _byte_to_char(inner)
-        offsets = [(surface_begin + inner_chars[q.begin], surface_begin + inner_chars[q.end])
-                   for q in sub]
+        sub = self.sp_model.EncodeAsImmutableProto(inner).pieces
+        offsets = [(surface_begin + q.begin, surface_begin + q.end) for q in sub]
         if len(offsets) != len(pieces) - 1:   # the rule dropped a lone leading "▁"
           offsets = offsets[len(offsets) - (len(pieces) - 1):]
       else:                                   # SentencePiece normalized these characters
