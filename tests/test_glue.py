@@ -2,7 +2,13 @@
 fine-tuning from an original checkpoint and from a TF-Hub export, outputs, resume, errors."""
 
 import csv
+import dataclasses
 import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +22,8 @@ from albert_tf.training import metrics
 from albert_tf.training import trainer as training
 from albert_tf.data import glue
 from albert_tf.hub.export import export_from_sources
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # ----------------------------------------------------------------------------- readers
 
@@ -352,39 +360,60 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   logits = model({k: tf.constant([f[src] for f in features]) for k, src in (
       ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
       ("input_type_ids", "segment_ids"))}, training=False)
+  # Same ids (the in-graph tokenizer equals Python's, tests/test_tokenization.py), same
+  # weights; graph and eager kernels differ by ~1e-7. A 2e-5 difference here once came
+  # from a SentencePiece tie broken differently in and out of graph.
   np.testing.assert_allclose(served["probabilities"].numpy(), tf.nn.softmax(logits).numpy(),
-                             atol=1e-5)
+                             atol=1e-6)
   submitted = [r[1] for r in rows[1:9]]
   assert [s.decode() for s in served["labels"].numpy()] == submitted
 
 
 @pytest.mark.slow
-def test_resume_after_a_crash_gives_the_uninterrupted_weights(model_files, tmp_path, monkeypatch):
-  common = dict(train_step=60, save_checkpoints_steps=20, dropout_prob=0.0, do_eval=False,
-                do_predict=False)
+def test_resume_after_kill_9_gives_the_uninterrupted_weights(model_files, tmp_path):
+  """With dropout 0.1 everywhere: 60 steps straight, and 60 steps by run_classifier.py
+  killed with SIGKILL past its first checkpoint (at step 20) then rerun, end equal."""
+  config = tmp_path / "albert_config.json"
+  AlbertConfig.from_dict(dict(CFG, hidden_dropout_prob=0.1,
+                              attention_probs_dropout_prob=0.1)).to_json_file(str(config))
+  common = dict(albert_config_file=str(config), train_step=60, save_checkpoints_steps=20,
+                dropout_prob=0.1, do_eval=True, do_predict=False, log_steps=1)
   classifier.run(options(model_files, tmp_path / "straight", **common))
-  original, calls = training.distribute_global_batch, []
 
-  def crashing(*args):
-    calls.append(1)
-    if len(calls) == 30:
-      raise RuntimeError("simulated crash")
-    return original(*args)
+  crashed = tmp_path / "crashed"
+  flags = [f"--{k}={v}" for k, v in dataclasses.asdict(
+      options(model_files, crashed, **common)).items() if v is not None]
+  process = subprocess.Popen([sys.executable, str(ROOT / "run_classifier.py")] + flags,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 300
+  while time.time() < deadline and process.poll() is None:
+    rows = training.read_csv(str(crashed / "train_log.csv"))
+    if (crashed / "ckpt-20.index").exists() and rows and int(rows[-1]["step"]) >= 27:
+      break
+    time.sleep(0.05)
+  assert process.poll() is None, process.stderr.read()[-3000:]
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  logged = [int(r["step"]) for r in training.read_csv(str(crashed / "train_log.csv"))]
+  assert tf.train.latest_checkpoint(str(crashed)).endswith("/ckpt-20") and logged[-1] > 20
 
-  with monkeypatch.context() as m:
-    m.setattr(training, "distribute_global_batch", crashing)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-      classifier.run(options(model_files, tmp_path / "crashed", **common))
-  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("/ckpt-20")
-  classifier.run(options(model_files, tmp_path / "crashed", **common))
+  classifier.run(options(model_files, crashed, **common))
+  worst = 0.0
   for name in ("ckpt-60", "model.ckpt-best"):
     a = tf.train.load_checkpoint(str(tmp_path / "straight" / name))
-    b = tf.train.load_checkpoint(str(tmp_path / "crashed" / name))
+    b = tf.train.load_checkpoint(str(crashed / name))
     for key in a.get_variable_to_shape_map():
       if key.startswith(("encoder", "classifier")):
-        np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)
-  with open(tmp_path / "crashed" / "eval_log.csv") as f:
-    assert [int(r["step"]) for r in csv.DictReader(f)] == [20, 40, 60]
+        worst = max(worst, float(np.abs(a.get_tensor(key) - b.get_tensor(key)).max()))
+  print(f"killed at step {logged[-1]}; largest weight difference after resuming: {worst:.3g}")
+  assert worst <= 1e-6
+  for log in ("train_log.csv", "eval_log.csv"):  # the redone steps are logged once
+    want = training.read_csv(str(tmp_path / "straight" / log))
+    got = training.read_csv(str(crashed / log))
+    assert [r["step"] for r in got] == [r["step"] for r in want], log
+    for key in set(want[0]) - {"step", "examples_per_second"}:
+      np.testing.assert_allclose([float(r[key]) for r in got], [float(r[key]) for r in want],
+                                 rtol=1e-5, err_msg=f"{log} {key}")
 
 
 def test_xla_training_step_matches_the_default(model_files, tmp_path):

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling.layers.dropout import dropout
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
@@ -79,7 +80,7 @@ class AlbertClassificationHead(keras.layers.Layer):
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
     self.seed = seed
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(
@@ -206,7 +207,7 @@ class AlbertSpanV2Head(keras.layers.Layer):
     self.end_dense_1 = dense(1, "end_dense_1", 2)
     self.answer_dense_0 = dense(hidden_size, "answer_dense_0", 3, activation="tanh")
     self.answer_dense_1 = dense(1, "answer_dense_1", 4, use_bias=False)
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=policy)
+    self.dropout = dropout(dropout_rate, dtype=policy)
 
   def build(self, input_shape):
     h = input_shape[-1]

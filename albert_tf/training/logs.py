@@ -4,6 +4,8 @@ import csv
 import os
 from typing import Dict, Optional
 
+from albert_tf.files import atomic_open
+
 
 def append_csv(path: str, step: int, metrics: Dict[str, float]) -> None:
   """Appends one row (step + metrics) to a CSV log, writing the header first if new."""
@@ -13,6 +15,19 @@ def append_csv(path: str, step: int, metrics: Dict[str, float]) -> None:
     if new:
       writer.writerow(["step"] + list(metrics))
     writer.writerow([step] + [f"{v:.8g}" for v in metrics.values()])
+
+
+def drop_rows_after(path: str, step: int) -> int:
+  """Removes the rows of a CSV log past `step` (steps a resumed run redoes); returns
+  how many were removed."""
+  rows = read_csv(path)
+  kept = [r for r in rows if int(r["step"]) <= step]
+  if len(kept) < len(rows):
+    with atomic_open(path, "w", newline="") as f:
+      writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+      writer.writeheader()
+      writer.writerows(kept)
+  return len(rows) - len(kept)
 
 
 def read_csv(path: str):

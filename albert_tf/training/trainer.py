@@ -22,7 +22,7 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -31,7 +31,7 @@ import tf_keras as keras
 from albert_tf.files import atomic_checkpoint
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
                                            set_precision)
-from albert_tf.training.logs import append_csv, plot_learning_curve, read_csv
+from albert_tf.training.logs import append_csv, drop_rows_after, plot_learning_curve, read_csv
 from albert_tf.training.optimization import AlbertLearningRate, create_optimizer
 
 CHECKPOINT_NAME = "ckpt"            # training state: ckpt-<step> (model, optimizer, data position)
@@ -67,6 +67,22 @@ def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
   return prefix
 
 
+def random_generators(model: keras.Model) -> List[tf.random.Generator]:
+  """The tf.random.Generators of `model`'s random layers (dropout built with
+  rng_type="stateful"), created now if the model is not built yet, in a fixed order,
+  for the training checkpoint: tf_keras keeps them out of model checkpoints, and
+  without them a resumed run draws other masks. Call it in the strategy's scope."""
+  found = []
+  for layer in model.submodules:
+    rng = getattr(layer, "_random_generator", None)
+    if not isinstance(layer, keras.layers.Layer) or not hasattr(rng, "_maybe_init"):
+      continue
+    rng._maybe_init()  # pylint: disable=protected-access
+    if isinstance(getattr(rng, "_generator", None), tf.random.Generator):
+      found.append(rng._generator)  # pylint: disable=protected-access
+  return found
+
+
 class Trainer:
   """Trains a task's model to `train_steps`, optionally evaluating every saved checkpoint.
 
@@ -95,15 +111,18 @@ class Trainer:
                        "positive")
     self.is_chief = is_chief(strategy)
     set_precision(opts.dtype)
-    tf.random.set_seed(opts.seed)
+    keras.utils.set_random_seed(opts.seed)  # Python's too: Keras draws unseeded seeds there
     with strategy.scope():
       self.model = task.build_model()
+      generators = random_generators(self.model)
       self.schedule = AlbertLearningRate(opts.learning_rate, opts.train_steps, opts.warmup_steps,
                                          opts.start_warmup_step, opts.poly_power)
       self.optimizer = create_optimizer(opts.optimizer, self.schedule, opts.dtype)
     self.iterator = iter(train_data)
+    # The dropout generators too: a resumed run draws the masks the uninterrupted one would.
     self.checkpoint = tf.train.Checkpoint(**self.model.checkpoint_items,
-                                          optimizer=self.optimizer, data=self.iterator)
+                                          optimizer=self.optimizer, data=self.iterator,
+                                          rng=generators)
     # Every worker saves (as tf.distribute requires); non-chiefs into scratch space.
     self._scratch = None if self.is_chief else os.path.join(
         opts.output_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
@@ -220,6 +239,9 @@ class Trainer:
                                            or step == opts.train_steps):
       self._evaluate_checkpoint(step, eval_writer)
     log_path = os.path.join(opts.output_dir, "train_log.csv")
+    if self.is_chief:  # rows a crashed run logged after its last checkpoint are redone
+      for path in (log_path, self.eval_log):
+        drop_rows_after(path, step)
     bar = tqdm(total=opts.train_steps, initial=step, unit="step", desc=opts.description,
                disable=not (opts.progress and self.is_chief))
     sums, count, last, started = None, 0, {}, time.time()

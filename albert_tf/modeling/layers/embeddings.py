@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.modeling.layers.dropout import dropout
+
 
 @keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(keras.layers.Layer):
@@ -31,7 +33,7 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.layer_norm = keras.layers.LayerNormalization(
         axis=-1, epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     init = lambda: keras.initializers.TruncatedNormal(stddev=self.initializer_range)

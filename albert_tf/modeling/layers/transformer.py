@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling.layers.dropout import dropout
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
 # head size, I intermediate size, T = B * S tokens.
@@ -65,9 +66,8 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.output_dense = dense(hidden_size, "output")
     self.output_layer_norm = keras.layers.LayerNormalization(
         epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
-    self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob,
-                                                  dtype=self.dtype_policy)
-    self.hidden_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+    self.attention_dropout = dropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
+    self.hidden_dropout = dropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     h, i = self.hidden_size, self.intermediate_size
