@@ -15,7 +15,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.data import pretraining
 
-cli.define_flags(pretraining.CreationOptions)
+cli.define_flags(pretraining.CreationOptions, original=pretraining.ORIGINAL_FLAGS)
 
 
 def main(argv):

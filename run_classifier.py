@@ -21,7 +21,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.tasks import classification as classifier
 
-cli.define_flags(classifier.ClassifierOptions)
+cli.define_flags(classifier.ClassifierOptions, original=classifier.ORIGINAL_FLAGS)
 
 
 def main(argv):

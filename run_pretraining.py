@@ -15,7 +15,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.tasks import pretraining
 
-cli.define_flags(pretraining.PretrainingOptions)
+cli.define_flags(pretraining.PretrainingOptions, original=pretraining.ORIGINAL_FLAGS)
 
 
 def main(argv):

@@ -20,7 +20,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.tasks import multiple_choice
 
-cli.define_flags(multiple_choice.RaceOptions)
+cli.define_flags(multiple_choice.RaceOptions, original=multiple_choice.ORIGINAL_FLAGS)
 
 
 def main(argv):

@@ -24,7 +24,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.tasks import question_answering
 
-cli.define_flags(question_answering.SquadOptions)
+cli.define_flags(question_answering.SquadOptions, original=question_answering.ORIGINAL_FLAGS)
 
 
 def main(argv):

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Iterator, List, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Union
 
 import tensorflow as tf
 
@@ -103,3 +103,122 @@ def expand_files(patterns: Union[str, Sequence[str]], flag: str = "input_file") 
   if not files:
     raise ValueError(f"--{flag} is empty")
   return files
+
+
+LOCK_NAME = ".albert_tf.lock"
+_held_locks = set()
+
+
+def lock_directory(directory: str, flag: str = "output_dir") -> str:
+  """Takes `directory` for this process until it exits: creates `directory/.albert_tf.lock`
+  (pid and host) atomically, so a second run on the same directory stops at once.
+
+  A lock left by a process that no longer runs on this host is taken over (with a
+  message); one of a live process, or of another host, is an error naming it. This
+  process taking its own lock again is a no-op. Returns the lock file's path.
+  """
+  import atexit  # pylint: disable=g-import-not-at-top
+  import socket  # pylint: disable=g-import-not-at-top
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(os.path.abspath(directory), LOCK_NAME)
+  me = dict(pid=os.getpid(), host=socket.gethostname())
+  for _ in range(3):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      try:
+        with open(path) as f:
+          owner = json.load(f)
+        pid, host = int(owner["pid"]), str(owner["host"])
+      except FileNotFoundError:
+        continue                       # released in between: try again
+      except (ValueError, KeyError, TypeError):
+        pid, host = None, None         # half-written by a process killed while locking
+      if (pid, host) == (me["pid"], me["host"]):
+        return path
+      if host not in (None, me["host"]):
+        raise FileExistsError(f"--{flag}={directory} is in use by process {pid} on host {host} "
+                              f"({path}); wait for it, or delete {path} if it has stopped")
+      if pid is not None and _process_alive(pid):
+        raise FileExistsError(f"--{flag}={directory} is in use by process {pid} (still running; "
+                              f"{path}): wait for it or stop it, or use another --{flag}")
+      print(f"Taking over {path}: its process {pid} no longer runs")
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+      continue
+    with os.fdopen(fd, "w") as f:
+      json.dump(me, f)
+    _held_locks.add(path)
+    if len(_held_locks) == 1:
+      atexit.register(_release_locks)
+    return path
+  raise FileExistsError(f"--{flag}={directory}: could not take {path}")
+
+
+def unlock_directory(directory: str) -> None:
+  """Releases this process's lock on `directory` (if it holds one)."""
+  path = os.path.join(os.path.abspath(directory), LOCK_NAME)
+  if path in _held_locks:
+    _held_locks.discard(path)
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(path)
+
+
+def _release_locks() -> None:
+  for path in list(_held_locks):
+    unlock_directory(os.path.dirname(path))
+
+
+def _process_alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  try:                               # a killed process its parent has not reaped yet
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except (OSError, IndexError):
+    return True
+
+
+def read_text(path: str) -> str:
+  """A UTF-8 text file's content; a file that is not UTF-8 is a ValueError naming the
+  file, line and column of the first bad byte."""
+  with open(path, "rb") as f:
+    data = f.read()
+  try:
+    return data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+    raise ValueError(f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}); save "
+                     "the file as UTF-8") from None
+
+
+@contextlib.contextmanager
+def reading_checkpoint(prefix: str) -> Iterator[None]:
+  """Turns the errors of reading a damaged checkpoint (a truncated .data file raises
+  IndexError, a corrupt one DataLossError) into a ValueError naming its files."""
+  try:
+    yield
+  except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
+          tf.errors.InvalidArgumentError) as e:
+    names = ", ".join(sorted(tf.io.gfile.glob(prefix + ".*"))) or prefix
+    detail = getattr(e, "message", None) or str(e)
+    raise ValueError(f"checkpoint {prefix} cannot be read ({type(e).__name__}: "
+                     f"{detail.splitlines()[0] if detail else ''}); its files may be truncated "
+                     f"or corrupt: {names}") from None
+
+
+def find_corrupt_record(paths: Sequence[str]) -> Optional[str]:
+  """The first of `paths` whose TFRecords do not read back whole, with what is wrong
+  ("path: detail"), or None. Reads every record: for after a DataLossError."""
+  for path in paths:
+    try:
+      for _ in tf.data.TFRecordDataset(path):
+        pass
+    except (tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+      return f"{path}: {e.message.splitlines()[0] if e.message else type(e).__name__}"
+  return None

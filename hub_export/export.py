@@ -17,7 +17,7 @@ from absl import app
 from albert_tf import cli
 from albert_tf.hub import export
 
-cli.define_flags(export.ExportOptions)
+cli.define_flags(export.ExportOptions, original=export.ORIGINAL_FLAGS)
 
 
 def main(argv):

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf import AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling import heads, layers
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
@@ -168,3 +168,15 @@ def test_builds_and_runs_under_mirrored_strategy():
   per_replica = strategy.run(tf.function(lambda x: model(x)["sop_logits"]), args=(batch,))
   got = np.concatenate([t.numpy() for t in strategy.experimental_local_results(per_replica)])
   np.testing.assert_allclose(got, reference(inputs)["sop_logits"], atol=1e-5)
+
+
+def test_sequence_lengths_outside_the_positions_are_named_and_int64_ids_work():
+  encoder = AlbertEncoder(AlbertConfig.from_dict(TINY))
+  x = {k: v for k, v in random_inputs(TINY).items() if k != "masked_lm_positions"}
+  for seq in (TINY["max_position_embeddings"] + 1, 0):
+    with pytest.raises(ValueError, match=rf"sequence length {seq}: the model takes 1 to "
+                                         r"max_position_embeddings=24 positions"):
+      encoder({k: np.zeros((2, seq), np.int32) for k in x})
+  want = encoder(x)["sequence_output"].numpy()
+  got = encoder({k: v.astype(np.int64) for k, v in x.items()})["sequence_output"].numpy()
+  np.testing.assert_array_equal(got, want)

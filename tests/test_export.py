@@ -309,18 +309,37 @@ def test_export_from_native_checkpoint(tmp_path, spm_model):
                              atol=1e-5)
 
 
-@pytest.mark.slow
-def test_readme_keras_example_runs(tmp_path, monkeypatch, preprocess, spm_model, capsys):
-  """The README's copy-paste example, verbatim, on small exports."""
-  readme = (pathlib.Path(EXPORT_SCRIPT).parents[1] / "README.md").read_text()
-  section = readme[readme.index("## TF-Hub export"):]
-  code = section[section.index("```python\n") + 10:]
-  code = code[:code.index("```")]
-  (tmp_path / "hub").mkdir()
-  os.symlink(preprocess, tmp_path / "hub" / "albert_preprocess")
-  export.export_encoder(AlbertPretrainer(dict(TINY, vocab_size=1500, max_position_embeddings=128)),
-                        str(tmp_path / "hub" / "albert_base"), spm_model_file=spm_model)
-  monkeypatch.chdir(tmp_path)
-  exec(compile(code, "README.md", "exec"), {})  # pylint: disable=exec-used
-  assert (tmp_path / "classifier" / "saved_model.pb").exists()
-  assert "tf.Tensor" in capsys.readouterr().out
+def test_the_preprocessor_packs_no_more_than_the_encoder_takes(tmp_path, spm_model):
+  """TINY has 24 positions: the preprocessor's default length follows, a longer one is
+  refused, and the encoder SavedModel names the limit when called with too long a batch."""
+  write_released_layout(tmp_path / "albert", dict(TINY, vocab_size=1500), spm_model)
+  written = export.export_from_sources(str(tmp_path / "encoder"), str(tmp_path / "pre"),
+                                       albert_directory=str(tmp_path / "albert"))
+  pre = hub.load(written["preprocessor"])
+  packed = pre.bert_pack_inputs([pre.tokenize(tf.constant(["a long sentence " * 20]))])
+  assert packed["input_word_ids"].shape == (1, 24)
+  encoder = hub.KerasLayer(written["encoder"])
+  assert encoder(packed)["pooled_output"].shape == (1, TINY["hidden_size"])
+  too_long = {k: tf.zeros([1, 25], tf.int32) for k in packed}
+  with pytest.raises(tf.errors.InvalidArgumentError, match="longer than max_position_embeddings=24"):
+    encoder(too_long)
+  with pytest.raises(ValueError, match="--default_seq_length=25 exceeds the model's "
+                                       "max_position_embeddings=24"):
+    export.export_from_sources(export_preprocessing_path=str(tmp_path / "pre2"),
+                               albert_directory=str(tmp_path / "albert"), default_seq_length=25)
+  assert not (tmp_path / "pre2").exists()
+
+
+def test_an_encoder_without_vocabulary_warns_and_from_tf_hub_says_so(tmp_path, spm_model,
+                                                                      capsys):
+  from albert_tf.tasks.base import ModelOptions, resolve_model_source  # pylint: disable=import-outside-toplevel
+  write_released_layout(tmp_path / "albert", dict(TINY, vocab_size=1500), spm_model)
+  export.export_from_sources(str(tmp_path / "encoder"),
+                             albert_config_file=str(tmp_path / "albert" / "albert_config.json"),
+                             init_checkpoint=str(tmp_path / "albert" / "model.ckpt-best"))
+  assert "without a vocabulary (no --spm_model_file)" in capsys.readouterr().out
+  opts = ModelOptions(albert_hub_module_handle=str(tmp_path / "encoder"),
+                      spm_model_file="from_tf_hub")
+  with pytest.raises(ValueError, match=rf"^{tmp_path / 'encoder'} holds no vocabulary .*pass "
+                                       r"--spm_model_file=PATH"):
+    resolve_model_source(opts, 16)

@@ -309,6 +309,8 @@ def options(files, output_dir, **kwargs):
               eval_batch_size=32, predict_batch_size=32, learning_rate=2e-3, train_step=240,
               warmup_step=24, save_checkpoints_steps=80, keep_checkpoint_max=2, log_steps=10,
               progress=False, do_train=True, do_eval=True, do_predict=True)
+  if "train_step" in kwargs and "warmup_step" not in kwargs:
+    base["warmup_step"] = kwargs["train_step"] // 10
   base.update(kwargs)
   return classifier.ClassifierOptions(**base)
 
@@ -324,6 +326,8 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   out = tmp_path / source
   extra = dict(albert_config_file=None, init_checkpoint=None, spm_model_file="from_tf_hub",
                albert_hub_module_handle=model_files["hub"]) if source == "tf_hub" else {}
+  if source == "tf_hub":
+    extra["threshold_to_export"] = 0.75
   result = classifier.run(options(model_files, out, export_dir=str(out / "serving"), **extra))
   evaluation = result["eval"]
   print(source, evaluation)
@@ -367,6 +371,15 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
                              atol=1e-6)
   submitted = [r[1] for r in rows[1:9]]
   assert [s.decode() for s in served["labels"].numpy()] == submitted
+  if source == "tf_hub":   # the original's --threshold_to_export, served along
+    assert served["threshold"].numpy().tolist() == [0.75] * 8
+  else:
+    assert "threshold" not in served
+    # Rerunning the finished command leaves the export of the same weights alone.
+    made = os.stat(out / "serving" / "saved_model.pb").st_mtime_ns
+    again = classifier.run(options(model_files, out, export_dir=str(out / "serving")))
+    assert again["eval"] == pytest.approx(evaluation)
+    assert os.stat(out / "serving" / "saved_model.pb").st_mtime_ns == made
 
 
 @pytest.mark.slow
@@ -407,6 +420,8 @@ def test_resume_after_kill_9_gives_the_uninterrupted_weights(model_files, tmp_pa
         worst = max(worst, float(np.abs(a.get_tensor(key) - b.get_tensor(key)).max()))
   print(f"killed at step {logged[-1]}; largest weight difference after resuming: {worst:.3g}")
   assert worst <= 1e-6
+  with pytest.raises(ValueError, match="--learning_rate=0.002 then, --learning_rate=0.001 now"):
+    classifier.run(options(model_files, crashed, **dict(common, learning_rate=1e-3)))
   for log in ("train_log.csv", "eval_log.csv"):  # the redone steps are logged once
     want = training.read_csv(str(tmp_path / "straight" / log))
     got = training.read_csv(str(crashed / log))
@@ -414,6 +429,28 @@ def test_resume_after_kill_9_gives_the_uninterrupted_weights(model_files, tmp_pa
     for key in set(want[0]) - {"step", "examples_per_second"}:
       np.testing.assert_allclose([float(r[key]) for r in got], [float(r[key]) for r in want],
                                  rtol=1e-5, err_msg=f"{log} {key}")
+
+
+def test_a_second_run_on_the_same_output_dir_stops_at_once(model_files, tmp_path):
+  out = tmp_path / "out"
+  flags = [f"--{k}={v}" for k, v in dataclasses.asdict(
+      options(model_files, out, train_step=100000, do_eval=False)).items() if v is not None]
+  first = subprocess.Popen([sys.executable, str(ROOT / "run_classifier.py")] + flags,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  try:
+    deadline = time.time() + 300
+    while not (out / "run_config.json").exists() and first.poll() is None \
+        and time.time() < deadline:
+      time.sleep(0.05)
+    assert first.poll() is None, first.stderr.read()[-3000:]
+    started = time.time()
+    with pytest.raises(FileExistsError, match=rf"--output_dir={out} is in use by process "
+                                              rf"{first.pid} \(still running"):
+      classifier.run(options(model_files, out, train_step=100000, do_eval=False))
+    assert time.time() - started < 60
+  finally:
+    first.send_signal(signal.SIGKILL)
+    first.wait()
 
 
 def test_xla_training_step_matches_the_default(model_files, tmp_path):

@@ -19,14 +19,16 @@ PACKAGE = ROOT / "albert_tf"
 ALLOWED = {
     "modeling": {"files"},
     "text": {"files", "cli"},
-    "data": {"text", "files", "cli"},
-    "training": {"files"},
+    "data": {"text", "files", "cli", "progress"},
+    "training": {"files", "progress"},
     "hub": {"modeling", "text", "cli"},
     "files.py": set(),
     "cli.py": set(),
+    "progress.py": set(),
 }
 
-# The flags each script had before its flags were generated (the original names).
+# The flags each script had before its flags were generated, and every flag of the
+# google-research/albert script it stands for (some mapped or noted, see cli.Original).
 ORIGINAL_FLAGS = {
     "create_vocab.py": "input_file model_prefix vocab_size input_sentence_size character_coverage "
                        "overwrite",
@@ -34,20 +36,20 @@ ORIGINAL_FLAGS = {
                                   "do_whole_word_mask do_permutation favor_shorter_ngram "
                                   "random_next_sentence max_seq_length ngram "
                                   "max_predictions_per_seq random_seed dupe_factor masked_lm_prob "
-                                  "short_seq_prob num_workers overwrite",
+                                  "short_seq_prob num_workers overwrite input_file_mode",
     "run_pretraining.py": "input_file output_dir init_checkpoint albert_config_file do_train do_eval "
                           "train_batch_size eval_batch_size max_seq_length max_predictions_per_seq "
                           "optimizer learning_rate poly_power num_train_steps num_warmup_steps "
                           "start_warmup_step save_checkpoints_steps keep_checkpoint_max "
                           "max_eval_steps distribution_strategy tpu dtype jit_compile seed "
-                          "log_steps export_original_checkpoint",
+                          "log_steps export_original_checkpoint use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop init_from_group0 masked_lm_budget",
     "run_classifier.py": "data_dir output_dir task_name albert_config_file init_checkpoint "
                          "albert_hub_module_handle spm_model_file do_lower_case max_seq_length "
                          "do_train do_eval do_predict train_batch_size eval_batch_size "
                          "predict_batch_size learning_rate train_step warmup_step "
                          "save_checkpoints_steps keep_checkpoint_max optimizer dropout_prob "
                          "cached_dir export_dir skip_malformed_rows distribution_strategy dtype "
-                         "seed log_steps",
+                         "seed log_steps vocab_file threshold_to_export use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop",
     "run_squad.py": "output_dir albert_config_file init_checkpoint albert_hub_module_handle "
                     "spm_model_file do_lower_case train_file predict_file train_feature_file "
                     "predict_feature_file predict_feature_left_file version_2_with_negative "
@@ -55,16 +57,16 @@ ORIGINAL_FLAGS = {
                     "train_batch_size predict_batch_size learning_rate num_train_epochs "
                     "warmup_proportion save_checkpoints_steps keep_checkpoint_max optimizer "
                     "n_best_size max_answer_length start_n_top end_n_top dropout_prob "
-                    "null_score_diff_threshold distribution_strategy dtype seed log_steps",
+                    "null_score_diff_threshold distribution_strategy dtype seed log_steps vocab_file use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop",
     "run_race.py": "data_dir output_dir albert_config_file init_checkpoint albert_hub_module_handle "
                    "spm_model_file do_lower_case max_seq_length max_qa_length do_train do_eval "
                    "do_predict train_batch_size eval_batch_size predict_batch_size learning_rate "
                    "train_step warmup_step save_checkpoints_steps num_keep_checkpoint high_only "
                    "middle_only optimizer dropout_prob cached_dir distribution_strategy dtype "
-                   "seed log_steps",
+                   "seed log_steps task_name vocab_file train_file eval_file predict_file use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop",
     "hub_export/export.py": "albert_directory checkpoint_name albert_config_file init_checkpoint "
                             "spm_model_file export_path export_preprocessing_path do_lower_case "
-                            "default_seq_length overwrite",
+                            "default_seq_length overwrite use_einsum",
 }
 
 
@@ -151,3 +153,29 @@ def test_pretraining_flags_and_options_agree():
     if field.name not in required:
       assert values[field.name].default == getattr(opts, field.name), field.name
   assert opts.log_steps == 100 and opts.do_train is False
+
+
+def test_original_only_flags_are_mapped_noted_or_refused(capsys):
+  from albert_tf.tasks import classification, pretraining  # pylint: disable=import-outside-toplevel
+  values = flags.FlagValues()
+  cli.define_flags(classification.ClassifierOptions, values,
+                   original=classification.ORIGINAL_FLAGS)
+  values(["run_classifier.py", "--output_dir=o", "--data_dir=d", "--task_name=MRPC",
+          "--use_tpu", "--tpu_name=grpc://10.0.0.2:8470", "--tpu_zone=us-central1-b",
+          "--num_tpu_cores=32", "--iterations_per_loop=100", "--vocab_file=vocab.txt"])
+  overrides = cli.original_flag_overrides(values)
+  assert overrides == dict(distribution_strategy="tpu", tpu="grpc://10.0.0.2:8470")
+  opts = cli.options_from_flags(classification.ClassifierOptions, values, overrides)
+  assert (opts.distribution_strategy, opts.tpu, opts.tpu_zone) == \
+      ("tpu", "grpc://10.0.0.2:8470", "us-central1-b")
+  out = capsys.readouterr().out.splitlines()
+  for name in ("num_tpu_cores", "iterations_per_loop", "vocab_file"):
+    assert [line for line in out if line.startswith(f"--{name}: ignored")], (name, out)
+  assert "--use_tpu: --distribution_strategy=tpu --tpu=grpc://10.0.0.2:8470" in out
+
+  values = flags.FlagValues()
+  cli.define_flags(pretraining.PretrainingOptions, values, original=pretraining.ORIGINAL_FLAGS)
+  values(["run_pretraining.py", "--output_dir=o", "--input_file=x", "--albert_config_file=c",
+          "--masked_lm_budget=0.1", "--master=grpc://1.2.3.4:8470"])
+  with pytest.raises(ValueError, match="--masked_lm_budget=0.1 is not supported"):
+    cli.original_flag_overrides(values)

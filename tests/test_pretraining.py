@@ -45,6 +45,8 @@ def options(data, output_dir, **kwargs):
               train_batch_size=8, eval_batch_size=8, max_seq_length=64, max_predictions_per_seq=10,
               learning_rate=1e-3, num_train_steps=6, num_warmup_steps=2, save_checkpoints_steps=2,
               log_steps=1, max_eval_steps=4, progress=False, do_train=True)
+  if "num_train_steps" in kwargs and "num_warmup_steps" not in kwargs:
+    base["num_warmup_steps"] = min(2, kwargs["num_train_steps"])
   base.update(kwargs)
   return pretraining.PretrainingOptions(**base)
 
@@ -134,7 +136,7 @@ def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch
   for wa, wb in zip(final_weights(tmp_path / "straight", 6), final_weights(tmp_path / "crashed", 6)):
     np.testing.assert_allclose(wa, wb, atol=1e-6)
   logged = train_log(tmp_path / "crashed")
-  assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 5, 6]  # step 5 redone after the crash
+  assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]  # step 5, redone, logged once
   # Rerunning a finished run changes nothing.
   before = sorted(os.listdir(tmp_path / "crashed"))
   pretraining.run(options(data, tmp_path / "crashed"))
@@ -239,3 +241,31 @@ def test_kill_9_then_rerun_equals_uninterrupted_run(data, tmp_path):
   assert f"Resuming from {latest}" in result.stdout
   for wa, wb in zip(final_weights(tmp_path / "straight", steps), final_weights(out, steps)):
     np.testing.assert_allclose(wa, wb, atol=1e-6)
+
+
+def test_damaged_inputs_are_named(data, tmp_path, spm_model):
+  """A truncated TFRecord, a truncated checkpoint, and a corpus with no text."""
+  shard = tmp_path / "train-0.tfrecord"
+  original = pathlib.Path(data["input_file"].split(",")[0]).read_bytes()
+  shard.write_bytes(original[:len(original) * 2 // 3])
+  with pytest.raises(ValueError, match=rf"corrupt training data: {shard}: .*recreate the file"):
+    pretraining.run(options(data, tmp_path / "out", input_file=str(shard), train_batch_size=64,
+                            num_train_steps=50))
+
+  init = pathlib.Path(data["init_checkpoint"])
+  broken = tmp_path / "init"
+  broken.mkdir()
+  for f in init.parent.glob(init.name + ".*"):
+    content = f.read_bytes()
+    (broken / f.name).write_bytes(content[:1000] if ".data" in f.name else content)
+  with pytest.raises(ValueError, match=rf"checkpoint {broken / init.name} cannot be read "
+                                       r"\(IndexError.*truncated or corrupt"):
+    pretraining.run(options(data, tmp_path / "out2", init_checkpoint=str(broken / init.name)))
+
+  empty = tmp_path / "empty.txt"
+  empty.write_text("\n\n  \n")
+  out = tmp_path / "data" / "x.tfrecord"
+  with pytest.raises(ValueError, match="no pretraining examples from .*empty.txt: no text"):
+    pd.write_pretraining_data([str(empty)], [str(out)], spm_model,
+                              pd.DataOptions(max_seq_length=64), progress=False)
+  assert not out.exists()

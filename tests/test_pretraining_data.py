@@ -154,4 +154,4 @@ def test_files_format_determinism_and_errors(tmp_path, spm_model, corpus):
   with pytest.raises(FileNotFoundError, match="no file matches .*missing"):
     pd.expand_files(f"{corpus},{tmp_path}/missing*.txt")
   with pytest.raises(ValueError, match="--masked_lm_prob"):
-    pd.DataOptions(masked_lm_prob=1.5).validate()
+    pd.DataOptions(masked_lm_prob=1.5)

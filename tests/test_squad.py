@@ -144,6 +144,10 @@ def test_windows_cover_long_contexts_and_each_piece_has_one_max_context_window(s
   assert squad.doc_windows(3, 4, 3) == [(0, 3)]
   assert squad.max_context_window([(0, 4), (3, 4), (6, 4)], 3) == 0   # ties: the first
   assert squad.max_context_window([(0, 4), (3, 4), (6, 4)], 5) == 1
+  for n, max_tokens, stride in ((10, 4, 3), (1000, 37, 11), (999, 50, 50), (64, 64, 1)):
+    windows = squad.doc_windows(n, max_tokens, stride)
+    assert squad.max_context_windows(windows, n) == \
+        [squad.max_context_window(windows, p) for p in range(n)]
   tokenizer = FullTokenizer(spm_model_file=spm_model)
   context = " ".join(["Every object has an identity, a type and a value."] * 12
                      + ["The answer is 1,234 here."])
@@ -193,9 +197,10 @@ def test_reader_names_the_place_of_bad_input(tmp_path, caplog):
   with pytest.raises(ValueError, match="missing field 'answer_start'"):
     squad.read_squad_examples(_write(tmp_path / "b.json", qa(answers=[{"text": "cat"}])),
                               True, False)
-  with pytest.raises(ValueError, match="pass --version_2_with_negative"):
-    squad.read_squad_examples(_write(tmp_path / "c.json", qa(is_impossible=True, answers=[])),
-                              True, False)
+  for is_training in (True, False):   # a v2.0 dev file to predict in v1.1 mode too
+    with pytest.raises(ValueError, match="pass --version_2_with_negative"):
+      squad.read_squad_examples(_write(tmp_path / "c.json", qa(is_impossible=True, answers=[])),
+                                is_training, False)
   two = qa()
   two["data"][0]["paragraphs"][0]["qas"].append(dict(two["data"][0]["paragraphs"][0]["qas"][0]))
   with pytest.raises(ValueError, match="duplicate question id"):

@@ -10,6 +10,7 @@ not one of the task's, raises an error naming the file and line.
 """
 
 import csv
+import io
 import dataclasses
 import os
 import sys
@@ -19,9 +20,10 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf.data.records import read_dataset, write_records
-from albert_tf.files import fingerprint
+from albert_tf.files import fingerprint, read_text
 from albert_tf.text.packing import pack_inputs
 from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.progress import progress_bar
 
 csv.field_size_limit(sys.maxsize)
 
@@ -163,7 +165,7 @@ def read_examples(data_dir: str, task: GlueTask, split: str,
   path = split_path(data_dir, task, split)
   spec = task.splits[split]
   examples, skipped = [], 0
-  with open(path, encoding="utf-8", newline="") as f:
+  with io.StringIO(read_text(path), newline="") as f:
     rows = csv.reader(f, delimiter="\t", quotechar=None)
     want = spec.num_fields
     for line, row in enumerate(rows, start=1):
@@ -223,8 +225,8 @@ def convert_examples(examples: Sequence[InputExample], task: GlueTask, tokenizer
                      max_seq_length: int, progress: bool = False) -> Iterator[Dict[str, list]]:
   """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, pairs truncated by
   `_truncate_seq_pair`. Yields dicts of input_ids, input_mask, segment_ids, label_ids."""
-  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
-  for example in tqdm(examples, desc="features", unit="ex", disable=not progress, leave=False):
+  for example in progress_bar(examples, desc="features", unit="ex", disable=not progress,
+                              leave=False):
     ids_a = tokenizer.encode(example.text_a)
     ids_b = tokenizer.encode(example.text_b) if example.text_b is not None else None
     packed = pack_inputs(ids_a, ids_b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id,

@@ -31,10 +31,11 @@ from typing import Iterator, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import option
+from albert_tf.cli import Checked, Original, option
 from albert_tf.files import expand_files
 from albert_tf.data.records import first_record, read_dataset, serialize, write_records
 from albert_tf.text import packing, tokenization
+from albert_tf.progress import progress_bar
 
 _SPECIAL_PIECES = set('!"#$%&\'()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}
 _ENGLISH = set("abcdefghijklmnopqrstuvwxyz")
@@ -46,31 +47,21 @@ FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "token_boundary",
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DataOptions:
+class DataOptions(Checked):
   """The original script's knobs (its flag names and defaults)."""
-  max_seq_length: int = option(512, "Maximum sequence length.")
-  max_predictions_per_seq: int = option(20, "Maximum masked-LM predictions per sequence.")
-  masked_lm_prob: float = option(0.15, "Masked-LM probability.")
-  short_seq_prob: float = option(0.1, "Probability of a shorter-than-maximum sequence.")
-  dupe_factor: int = option(40, "Times to duplicate the input with different masks.")
-  ngram: int = option(3, "Maximum n-gram length to mask.")
+  max_seq_length: int = option(512, "Maximum sequence length.", at_least=5)
+  max_predictions_per_seq: int = option(20, "Maximum masked-LM predictions per sequence.",
+                                        at_least=1)
+  masked_lm_prob: float = option(0.15, "Masked-LM probability.", at_least=0, at_most=1)
+  short_seq_prob: float = option(0.1, "Probability of a shorter-than-maximum sequence.",
+                                 at_least=0, at_most=1)
+  dupe_factor: int = option(40, "Times to duplicate the input with different masks.", at_least=1)
+  ngram: int = option(3, "Maximum n-gram length to mask.", at_least=1)
   do_whole_word_mask: bool = option(True, "Mask whole words (SentencePiece word starts).")
   do_permutation: bool = option(False, "Also permute spans (the original's extra task).")
   favor_shorter_ngram: bool = option(True, "p(n) proportional to 1/n; false reverses it.")
   random_next_sentence: bool = option(False, "NSP (B from another document) instead of SOP.")
   random_seed: int = option(12345, "Seed: the output is deterministic for a seed.")
-
-  def validate(self):
-    if self.max_seq_length < 5:
-      raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
-    if not 0.0 <= self.masked_lm_prob <= 1.0:
-      raise ValueError(f"--masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
-    if self.max_predictions_per_seq < 1:
-      raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}")
-    if self.ngram < 1:
-      raise ValueError(f"--ngram must be at least 1, got {self.ngram}")
-    if self.dupe_factor < 1:
-      raise ValueError(f"--dupe_factor must be at least 1, got {self.dupe_factor}")
 
 
 @dataclasses.dataclass
@@ -319,7 +310,6 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
   to the output files, each written under a temporary name and renamed when
   complete; existing outputs are refused unless `overwrite`.
   """
-  opts.validate()
   existing = [f for f in output_files if tf.io.gfile.exists(f)]
   if existing and not overwrite:
     raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
@@ -330,8 +320,8 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
     os.makedirs(os.path.dirname(os.path.abspath(f)), exist_ok=True)
   totals = collections.Counter()
   jobs = list(enumerate(input_files))
-  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
-  bar = tqdm(total=len(jobs), unit="file", disable=not progress, desc="create_pretraining_data")
+  bar = progress_bar(total=len(jobs), unit="file", disable=not progress,
+                     desc="create_pretraining_data")
   pool = None
   if num_workers > 1:
     pool = multiprocessing.get_context("spawn").Pool(
@@ -349,7 +339,9 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
       bar.set_postfix(instances=totals["instances"])
 
   try:
-    write_records(examples(), output_files)
+    write_records(examples(), output_files,
+                  if_none=f"no pretraining examples from {', '.join(input_files)}: no text "
+                  "(one sentence per line, a blank line between documents)")
   finally:
     bar.close()
     if pool:
@@ -397,6 +389,12 @@ def check_records(files: List[str], max_seq_length: int, max_predictions_per_seq
 
 # ----------------------------------------------------------------------------- the command
 
+# Flags of the original create_pretraining_data.py that are not options here.
+ORIGINAL_FLAGS = {
+    "input_file_mode": Original(str, "r", "ignored: input files are read as UTF-8 text"),
+}
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CreationOptions(DataOptions):
   """create_pretraining_data.py's flags: the files, and the knobs of DataOptions."""
@@ -405,7 +403,7 @@ class CreationOptions(DataOptions):
   spm_model_file: str = option(help="SentencePiece model of the vocabulary.")
   vocab_file: Optional[str] = option(None, "Unused; accepted for the original's command lines.")
   do_lower_case: bool = option(True, "Lower-case the input text.")
-  num_workers: int = option(1, "Processes working on input files in parallel.")
+  num_workers: int = option(1, "Processes working on input files in parallel.", at_least=1)
   overwrite: bool = option(False, "Replace existing output files.")
   progress: bool = option(True, "Show a progress bar.")
 

@@ -20,8 +20,9 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf.data.records import read_dataset, write_records
-from albert_tf.files import fingerprint
+from albert_tf.files import fingerprint, read_text
 from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.progress import progress_bar
 
 LEVELS = ("middle", "high")
 LETTERS = "ABCD"
@@ -96,14 +97,14 @@ def read_examples(data_dir: str, split: str, levels: Sequence[str] = LEVELS) -> 
   """
   examples = []
   for level, path in split_files(data_dir, split, levels):
-    with open(path, encoding="utf-8") as f:
-      if os.path.basename(path) != "all.txt":
-        examples.extend(_questions(_parse(f.read(), path), path, level))
-        continue
-      for line_number, line in enumerate(f, 1):
-        if line.strip():
-          where = f"{path}:{line_number}"
-          examples.extend(_questions(_parse(line, where), where, level))
+    text = read_text(path)
+    if os.path.basename(path) != "all.txt":
+      examples.extend(_questions(_parse(text, path), path, level))
+      continue
+    for line_number, line in enumerate(text.split("\n"), 1):
+      if line.strip():
+        where = f"{path}:{line_number}"
+        examples.extend(_questions(_parse(line, where), where, level))
   if not examples:
     raise ValueError(f"no RACE questions in {split_dir(data_dir, split)} ({', '.join(levels)})")
   return examples
@@ -147,12 +148,12 @@ def convert_examples(examples: Sequence[RaceExample], tokenizer: FullTokenizer,
                      progress: bool = False) -> Iterator[Dict[str, list]]:
   """Per question: input_ids, input_mask, segment_ids of its four choices, concatenated
   ([4 * max_seq_length]), and label_ids."""
-  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
   if max_seq_length - 3 - max_qa_length <= 0:
     raise ValueError(f"max_seq_length={max_seq_length} leaves no room for the article after "
                      f"max_qa_length={max_qa_length} and 3 special tokens")
   article_cache: Dict[str, List[int]] = {}
-  for example in tqdm(examples, desc="features", unit="q", disable=not progress, leave=False):
+  for example in progress_bar(examples, desc="features", unit="q", disable=not progress,
+                              leave=False):
     if example.article not in article_cache:
       article_cache.clear()   # the questions of one article come together
       article_cache[example.article] = tokenizer.encode(example.article)

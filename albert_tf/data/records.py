@@ -35,9 +35,10 @@ def serialize(features: Dict[str, object]) -> bytes:
 
 
 def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
-                  paths: Union[str, Sequence[str]]) -> int:
+                  paths: Union[str, Sequence[str]], if_none: Optional[str] = None) -> int:
   """Writes features (dicts, or already serialized) round-robin over `paths`; each file
-  appears only when all are complete. Returns the number written."""
+  appears only when all are complete. Returns the number written. With `if_none`, no
+  example is a ValueError with that message, and no file is written."""
   paths = [paths] if isinstance(paths, str) else list(paths)
   count = 0
   with contextlib.ExitStack() as stack:  # every file renamed into place, or none
@@ -50,6 +51,8 @@ def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
     finally:
       for w in writers:
         w.close()
+    if not count and if_none:
+      raise ValueError(if_none)
   return count
 
 

@@ -23,6 +23,7 @@ seq_length=N)` packs one or two tokenized segments.
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -32,9 +33,10 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.cli import option
+from albert_tf.cli import Checked, Original, option
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.hub.loading import EXPORT_RECORD
 from albert_tf.modeling.encoder import INPUT_KEYS
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
@@ -277,9 +279,9 @@ class _ServingClassifier(tf.Module):
   """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
 
   def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
-               labels: Optional[Tuple[str, ...]]):
+               labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None):
     super().__init__(name="albert_classifier")
-    self.model, self.tokenizer = model, tokenizer
+    self.model, self.tokenizer, self._threshold = model, tokenizer, threshold
     ids = tokenizer.special_ids
     self._pack = lambda segments: pack_segments(segments, seq_length, ids["[CLS]"],
                                                 ids["[SEP]"], ids["<pad>"])
@@ -288,28 +290,36 @@ class _ServingClassifier(tf.Module):
   def classify(self, segments):
     logits = self.model(self._pack([self.tokenizer(s) for s in segments]), training=False)
     if self._labels is None:
-      return {"score": logits[:, 0]}                                         # [B]
-    probabilities = tf.nn.softmax(logits, axis=-1)                            # [B, C]
-    label_ids = tf.argmax(logits, -1, output_type=tf.int32)                   # [B]
-    return {"probabilities": probabilities, "label_ids": label_ids,
-            "labels": tf.gather(tf.constant(self._labels), label_ids)}
+      outputs = {"score": logits[:, 0]}                                      # [B]
+    else:
+      label_ids = tf.argmax(logits, -1, output_type=tf.int32)                # [B]
+      outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),            # [B, C]
+                 "label_ids": label_ids,
+                 "labels": tf.gather(tf.constant(self._labels), label_ids)}
+    if self._threshold is not None:  # the original's --threshold_to_export, served along
+      outputs["threshold"] = tf.fill(tf.shape(logits)[:1], self._threshold)  # [B]
+    return outputs
 
 
 def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
                       labels: Optional[Tuple[str, ...]], pairs: bool = True,
-                      overwrite: bool = False) -> str:
+                      overwrite: bool = False, threshold: Optional[float] = None,
+                      record: Optional[dict] = None) -> str:
   """Writes an end-to-end classifier SavedModel that takes raw text.
 
   `serving_default` (also the root `__call__`) takes string [B] `sentence1`
   and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
   of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
   `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
-  regression (`labels=None`). Loading it needs `import tensorflow_text`.
+  regression (`labels=None`), and `threshold` [B] when one is given. Loading
+  it needs `import tensorflow_text`. `record` (what the export was made from)
+  is written beside saved_model.pb as albert_tf_export.json.
   """
   export_path = os.path.abspath(export_path)
   with _atomic_export(export_path, overwrite) as (saved, staging):
     root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
-                                                     tokenizer.do_lower_case), seq_length, labels)
+                                                     tokenizer.do_lower_case), seq_length, labels,
+                              threshold)
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
     if pairs:
       root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
@@ -319,6 +329,8 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
                                   input_signature=[spec("sentence1")])
     root.sp_model_file = _asset(tokenizer.spm_model_file, staging)
     tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+    with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
+      json.dump(dict(kind="classifier", **(record or {})), f, indent=2, sort_keys=True)
   logging.info("Exported the classifier SavedModel to %s", export_path)
   return export_path
 
@@ -332,13 +344,17 @@ def export_from_sources(export_path: Optional[str] = None,
                         init_checkpoint: Optional[str] = None,
                         spm_model_file: Optional[str] = None,
                         checkpoint_name: str = "model.ckpt-best", do_lower_case: bool = True,
-                        default_seq_length: int = 128, overwrite: bool = False) -> Dict[str, str]:
+                        default_seq_length: Optional[int] = None,
+                        overwrite: bool = False) -> Dict[str, str]:
   """What `hub_export/export.py` does; arguments are its flags.
 
   Files default to the released layout of `albert_directory`
   (`albert_config.json`, `30k-clean.model`, `checkpoint_name`); explicit
   ones take precedence. `init_checkpoint="none"` exports fresh weights.
   Every input is checked, and both targets, before anything is written.
+  `default_seq_length` (the preprocessor's packing length) defaults to 128, or
+  the model's max_position_embeddings when that is smaller; a larger value is
+  refused. An encoder exported without a vocabulary is written with a warning.
 
   Returns:
     {"encoder": path, "preprocessor": path} for what was written.
@@ -361,13 +377,25 @@ def export_from_sources(export_path: Optional[str] = None,
     raise ValueError("--export_path needs --albert_config_file and --init_checkpoint (or "
                      "--albert_directory); --init_checkpoint=none exports random weights")
 
+  config = AlbertConfig.from_json_file(albert_config_file) if albert_config_file else None
+  if config is not None and export_preprocessing_path:
+    limit = config.max_position_embeddings
+    if default_seq_length is not None and default_seq_length > limit:
+      raise ValueError(f"--default_seq_length={default_seq_length} exceeds the model's "
+                       f"max_position_embeddings={limit} ({albert_config_file})")
+    default_seq_length = default_seq_length or min(128, limit)
+  default_seq_length = default_seq_length or 128
+  if export_path and not spm_model_file:
+    message = (f"exporting {export_path} without a vocabulary (no --spm_model_file): "
+               "--spm_model_file=from_tf_hub cannot be used with it")
+    logging.warning(message)
+    print(f"Warning: {message}")
   vocab_size = None
   if spm_model_file:
     vocab_size = FullTokenizer(spm_model_file=spm_model_file,
                                do_lower_case=do_lower_case).vocab_size
   written = {}
   if export_path:
-    config = AlbertConfig.from_json_file(albert_config_file)
     if vocab_size is not None and vocab_size != config.vocab_size:
       raise ValueError(f"the vocabulary {spm_model_file} has {vocab_size} pieces but "
                        f"{albert_config_file} says vocab_size={config.vocab_size}")
@@ -389,8 +417,15 @@ def export_from_sources(export_path: Optional[str] = None,
   return written
 
 
+# Flags of the original export_to_tfhub.py that are not options here.
+ORIGINAL_FLAGS = {
+    "use_einsum": Original(bool, True, "ignored: the encoder always computes its dense layers "
+                           "as tf.matmul on [batch * seq, width] (what --use_einsum=false chose)"),
+}
+
+
 @dataclasses.dataclass(kw_only=True)
-class ExportOptions:
+class ExportOptions(Checked):
   """hub_export/export.py's flags."""
   albert_directory: Optional[str] = option(
       None, "A released model directory: albert_config.json, 30k-clean.model and the "
@@ -405,7 +440,10 @@ class ExportOptions:
   export_preprocessing_path: Optional[str] = option(None, "Directory for the preprocessor "
                                                     "SavedModel.")
   do_lower_case: bool = option(True, "Lower-case the input text (the released models do).")
-  default_seq_length: int = option(128, "Sequence length of the preprocessor's root call.")
+  default_seq_length: Optional[int] = option(None, "Sequence length of the preprocessor's root "
+                                             "call (default: 128, or the model's "
+                                             "max_position_embeddings if smaller).",
+                                             at_least=3)
   overwrite: bool = option(False, "Replace an earlier export (a directory with "
                            "saved_model.pb), nothing else.")
 

@@ -1,7 +1,8 @@
 """Reading what hub_export wrote: a SavedModel, and the config and vocabulary inside it."""
 
+import json
 import os
-from typing import Tuple
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
@@ -19,16 +20,17 @@ def load_saved_model(handle):
   return tf.saved_model.load(handle)
 
 
-def spm_model_from_hub(handle) -> Tuple[str, bool]:
+def spm_model_from_hub(handle, path: Optional[str] = None) -> Tuple[str, bool]:
   """(path of the SentencePiece model, do_lower_case) stored in an exported SavedModel
-  (a path, or the object `load_saved_model` returned).
+  (a path, or the object `load_saved_model` returned; `path` names it in errors).
 
   This is what `--spm_model_file=from_tf_hub` resolves to.
   """
   loaded = load_saved_model(handle)
   if not hasattr(loaded, "sp_model_file"):
-    raise ValueError(f"the SavedModel {handle} has no sp_model_file asset; "
-                     "pass --spm_model_file=PATH instead of from_tf_hub")
+    where = path or (handle if isinstance(handle, str) else "the encoder SavedModel")
+    raise ValueError(f"{where} holds no vocabulary (it was exported without "
+                     "--spm_model_file); pass --spm_model_file=PATH instead of from_tf_hub")
   do_lower_case = bool(loaded.do_lower_case.numpy()) if hasattr(loaded, "do_lower_case") else True
   return loaded.sp_model_file.asset_path.numpy().decode(), do_lower_case
 
@@ -39,3 +41,15 @@ def config_from_hub(handle) -> AlbertConfig:
   if not hasattr(loaded, "albert_config_file"):
     raise ValueError(f"the SavedModel {handle} has no albert_config_file asset")
   return AlbertConfig.from_json_file(loaded.albert_config_file.asset_path.numpy().decode())
+
+
+EXPORT_RECORD = "albert_tf_export.json"   # beside saved_model.pb: what an export was made from
+
+
+def export_record(export_path: str) -> Optional[dict]:
+  """What the albert_tf classifier export in `export_path` was made from, or None."""
+  try:
+    with open(os.path.join(export_path, EXPORT_RECORD)) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None

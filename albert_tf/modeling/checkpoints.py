@@ -15,7 +15,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.files import atomic_checkpoint
+from albert_tf.files import atomic_checkpoint, reading_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
@@ -121,7 +121,8 @@ def _is_head(name: str) -> bool:
   return not name.startswith("bert/")
 
 
-def load_original_checkpoint(model, checkpoint_path: str) -> LoadReport:
+def load_original_checkpoint(model, checkpoint_path: str,
+                             init_from_group0: bool = False) -> LoadReport:
   """Restores an original-format ALBERT checkpoint into an AlbertEncoder or AlbertPretrainer.
 
   Reads the released `model.ckpt-best`, the `variables/` of original TF1 hub
@@ -138,6 +139,9 @@ def load_original_checkpoint(model, checkpoint_path: str) -> LoadReport:
   Args:
     model: AlbertEncoder, AlbertPretrainer, or a task model with an `encoder`.
     checkpoint_path: prefix, directory, or TF1 hub module directory.
+    init_from_group0: the original's `--init_from_group0`: a group the checkpoint
+      lacks (`group_<g>`) starts from the checkpoint's `group_0` (a model with
+      more groups than the one it continues).
 
   Returns:
     A LoadReport.
@@ -151,6 +155,11 @@ def load_original_checkpoint(model, checkpoint_path: str) -> LoadReport:
       stored[name] = (raw_name, tuple(shape))
 
   targets = variable_map(model)
+  if init_from_group0:
+    for name in targets:
+      group0 = re.sub(r"/group_\d+/", "/group_0/", name)
+      if name not in stored and group0 in stored:
+        stored[name] = stored[group0]
   missing = sorted(n for n in targets if n not in stored)
   unexpected = sorted(n for n in stored if n not in targets and not _is_head(n))
   misshaped = sorted(
@@ -168,11 +177,12 @@ def load_original_checkpoint(model, checkpoint_path: str) -> LoadReport:
         lines.extend(f"    {item}" for item in items)
     raise ValueError("\n".join(lines))
 
+  with reading_checkpoint(path):  # every tensor read before any is assigned
+    values = {name: reader.get_tensor(stored[name][0]) for name in targets if name in stored}
   loaded = []
-  for name, variable in targets.items():
-    if name in stored:
-      variable.assign(reader.get_tensor(stored[name][0]).astype(variable.dtype.as_numpy_dtype))
-      loaded.append(name)
+  for name, value in values.items():
+    targets[name].assign(value.astype(targets[name].dtype.as_numpy_dtype))
+    loaded.append(name)
   report = LoadReport(path=path, loaded=loaded, freshly_initialized=missing,
                       unused=sorted(n for n in stored if n not in targets))
   logging.info("Restored %d variables from %s", len(loaded), path)
@@ -226,7 +236,7 @@ def is_original_checkpoint(checkpoint_path: str) -> bool:
   return any(n.startswith("bert/") or n.startswith(_HUB_PREFIX + "bert/") for n in names)
 
 
-def load_checkpoint(model, checkpoint_path: str) -> LoadReport:
+def load_checkpoint(model, checkpoint_path: str, init_from_group0: bool = False) -> LoadReport:
   """Restores an original TF1 checkpoint or a native one, whichever `checkpoint_path` holds.
 
   Native checkpoints are `tf.train.Checkpoint(**model.checkpoint_items, ...)`
@@ -237,7 +247,10 @@ def load_checkpoint(model, checkpoint_path: str) -> LoadReport:
   """
   path = resolve_checkpoint_path(checkpoint_path)
   if is_original_checkpoint(path):
-    return load_original_checkpoint(model, path)
+    return load_original_checkpoint(model, path, init_from_group0)
+  if init_from_group0:
+    raise ValueError(f"--init_from_group0 reads original checkpoints (bert/... names); {path} "
+                     "is an albert_tf checkpoint")
   keys = tf.train.load_checkpoint(path).get_variable_to_shape_map()
   roots = {k.split("/")[0] for k in keys if k.endswith(".ATTRIBUTES/VARIABLE_VALUE")}
   items = model.checkpoint_items
@@ -245,12 +258,13 @@ def load_checkpoint(model, checkpoint_path: str) -> LoadReport:
     raise ValueError(f"checkpoint {path} holds neither original ALBERT variables (bert/...) nor "
                      f"an albert_tf `encoder` (it has: {', '.join(sorted(roots)) or 'nothing'})")
   present = sorted(n for n in items if n in roots)
-  try:
-    status = tf.train.Checkpoint(**{n: items[n] for n in present}).read(path)
-    status.assert_existing_objects_matched()
-  except (AssertionError, ValueError, tf.errors.OpError) as e:
-    raise ValueError(f"checkpoint {path} does not match the model "
-                     f"({type(model).__name__}): {e}") from e
+  with reading_checkpoint(path):
+    try:
+      status = tf.train.Checkpoint(**{n: items[n] for n in present}).read(path)
+      status.assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.NotFoundError) as e:
+      raise ValueError(f"checkpoint {path} does not match the model "
+                       f"({type(model).__name__}): {e}") from e
   status.expect_partial()
   report = LoadReport(path=path, loaded=sorted(k for k in keys if k.split("/")[0] in present),
                       freshly_initialized=sorted(set(items) - set(present)),

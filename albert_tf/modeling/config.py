@@ -9,6 +9,7 @@ written back with the same keys (unknown keys such as `net_structure_type`,
 import copy
 import dataclasses
 import json
+import math
 import os
 from typing import Any, Dict
 
@@ -51,6 +52,14 @@ class AlbertConfig:
         raise ValueError(f"AlbertConfig.{name} must be an integer, got {value!r}")
       if value <= 0:
         raise ValueError(f"AlbertConfig.{name} must be positive, got {value}")
+    for name in ("down_scale_factor", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                 "initializer_range"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) \
+          or not math.isfinite(value):
+        raise ValueError(f"AlbertConfig.{name} must be a number, got {value!r}")
+    if not isinstance(self.hidden_act, str):
+      raise ValueError(f"AlbertConfig.hidden_act must be a string, got {self.hidden_act!r}")
     if self.hidden_size % self.num_attention_heads:
       raise ValueError(
           f"AlbertConfig.hidden_size ({self.hidden_size}) is not divisible by "

@@ -95,9 +95,10 @@ class AlbertEncoder(keras.Model):
       raise ValueError("AlbertEncoder expects a dict with 'input_word_ids' "
                        f"(and 'input_mask', 'input_type_ids'); got {type(inputs).__name__}"
                        + (f" with keys {sorted(inputs)}" if isinstance(inputs, dict) else ""))
-    word_ids = inputs["input_word_ids"]
-    mask = inputs.get("input_mask")
-    type_ids = inputs.get("input_type_ids")
+    as_int32 = lambda t: None if t is None else tf.cast(t, tf.int32)  # int64 ids too
+    word_ids = as_int32(inputs["input_word_ids"])
+    mask = as_int32(inputs.get("input_mask"))
+    type_ids = as_int32(inputs.get("input_type_ids"))
     if mask is None:
       mask = tf.ones_like(word_ids)
     if type_ids is None:

@@ -16,8 +16,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import option
-from albert_tf.files import write_json
+from albert_tf.cli import Checked, option
+from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlock_directory,
+                             write_json)
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -34,22 +35,25 @@ DTYPES = ("float32", "bfloat16", "float16")
 # ----------------------------------------------------------------------------- flags
 
 @dataclasses.dataclass(kw_only=True)
-class RuntimeOptions:
+class RuntimeOptions(Checked):
   """Flags of every training script: where, on what, how precisely, how verbosely."""
   output_dir: str = option(help="Checkpoints, summaries, results and predictions go here.")
   distribution_strategy: str = option("one_device", "tf.distribute strategy.",
                                       choices=STRATEGIES)
   tpu: Optional[str] = option(None, "TPU address for --distribution_strategy=tpu.")
+  tpu_zone: Optional[str] = option(None, "GCE zone of --tpu (found from metadata if unset).")
+  gcp_project: Optional[str] = option(None, "GCP project of --tpu (found from metadata if "
+                                      "unset).")
   dtype: str = option("float32", "Compute dtype (variables stay float32; float16 uses loss "
-                      "scaling).", choices=DTYPES)
+                      "scaling).", choices=DTYPES, training="fixed")
   jit_compile: bool = option(False, "Compile the training step with XLA.")
-  seed: int = option(12345, "Seed of the initialization and the data order.")
-  log_steps: int = option(10, "Steps between training summaries.")
+  seed: int = option(12345, "Seed of the initialization and the data order.", training="fixed")
+  log_steps: int = option(10, "Steps between training summaries.", at_least=1)
   progress: bool = option(True, "Show progress bars.")
 
 
 @dataclasses.dataclass(kw_only=True)
-class ModelOptions:
+class ModelOptions(Checked):
   """Where the model and its vocabulary come from (the original flags)."""
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
   init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint to "
@@ -63,16 +67,27 @@ class ModelOptions:
 @dataclasses.dataclass(kw_only=True)
 class FinetuningOptions(ModelOptions, RuntimeOptions):
   """Flags every fine-tuning script shares; each script sets its own defaults."""
-  max_seq_length: int = option(512, "Sequence length after tokenization and packing.")
+  max_seq_length: int = option(512, "Sequence length after tokenization and packing.", at_least=3)
   do_train: bool = option(False, "Fine-tune.")
   do_predict: bool = option(False, "Predict.")
-  train_batch_size: int = option(32, "Global training batch size.")
-  predict_batch_size: int = option(8, "Prediction batch size.")
-  learning_rate: float = option(5e-5, "Peak learning rate.")
+  train_batch_size: int = option(32, "Global training batch size.", training="fixed", at_least=1)
+  predict_batch_size: int = option(8, "Prediction batch size.", at_least=1)
+  learning_rate: float = option(5e-5, "Peak learning rate.", training="fixed", at_least=0)
   save_checkpoints_steps: int = option(1000, "Steps between checkpoints (each is evaluated "
-                                       "on dev).")
-  optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
-  dropout_prob: float = option(0.1, "Dropout on the pooled output.")
+                                       "on dev).", training="fixed", at_least=1)
+  optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"), training="fixed")
+  dropout_prob: float = option(0.1, "Dropout on the pooled output.",
+                               training="fixed", at_least=0, below=1)
+
+  def __post_init__(self):
+    super().__post_init__()
+    warmup, steps = getattr(self, "warmup_step", None), getattr(self, "train_step", None)
+    if warmup is not None and steps is not None and warmup > steps:
+      raise ValueError(f"--warmup_step={warmup} exceeds --train_step={steps}")
+    if self.albert_hub_module_handle and self.dtype != "float32":
+      raise ValueError(f"--dtype={self.dtype} cannot apply to --albert_hub_module_handle: a "
+                       "SavedModel computes in the precision it was exported in; use "
+                       "--albert_config_file and --init_checkpoint for mixed precision")
 
 
 # ----------------------------------------------------------------------------- model source
@@ -143,7 +158,7 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   if spm_model_file == FROM_TF_HUB:
     if not hub_handle:
       raise ValueError("--spm_model_file=from_tf_hub needs --albert_hub_module_handle")
-    spm_model_file, do_lower_case = spm_model_from_hub(hub_module)
+    spm_model_file, do_lower_case = spm_model_from_hub(hub_module, hub_handle)
   elif not os.path.exists(spm_model_file):
     raise FileNotFoundError(f"--spm_model_file={spm_model_file} not found")
   tokenizer = FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
@@ -159,28 +174,87 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   return ModelSource(config, tokenizer, hub_handle, init)
 
 
-def claim_output_dir(output_dir: str, record: dict, strategy=None) -> None:
-  """Records what a run is in `output_dir/run_config.json`; refuses a directory that
-  holds another run (a rerun of the same one resumes). Only the chief of a
-  multi-worker cluster claims."""
+def training_settings(opts) -> Dict[str, object]:
+  """The values of `opts`' fields marked `training=` (the flags that shape training)."""
+  return {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)
+          if f.metadata.get("training")}
+
+
+def _may_grow(opts) -> List[str]:
+  return [f.name for f in dataclasses.fields(opts) if f.metadata.get("training") == "may grow"]
+
+
+def _holds_work(output_dir: str) -> bool:
+  """Whether `output_dir` holds checkpoints, logs or results (not only its record,
+  its lock and cached features, which a corrected rerun may replace or rebuild)."""
+  for name in os.listdir(output_dir):
+    if name in ("run_config.json", LOCK_NAME) or ".tf_record" in name or name.endswith(
+        ".jsonl"):
+      continue
+    return True
+  return False
+
+
+def claim_output_dir(output_dir: str, record: dict, strategy=None, opts=None) -> None:
+  """Locks `output_dir` for this process and records what the run is in its
+  run_config.json; refuses a directory that holds another run, or (when `opts`
+  trains) the same run with other training flags than it was trained with: only
+  flags marked `training="may grow"` (the step count) may grow, to continue.
+
+  A directory with nothing but an earlier record (a run stopped by an input error
+  before training) is taken over. Only the chief of a multi-worker cluster claims.
+  """
   if strategy is not None and not is_chief(strategy):
     return
+  created = not os.path.isdir(output_dir)
+  lock_directory(output_dir)
+  try:
+    _claim(output_dir, record, opts)
+  except Exception:
+    unlock_directory(output_dir)
+    if created and not os.listdir(output_dir):
+      os.rmdir(output_dir)
+    raise
+
+
+def _claim(output_dir: str, record: dict, opts) -> None:
   path = os.path.join(output_dir, "run_config.json")
   record = json.loads(json.dumps(record, sort_keys=True))
-  if os.path.exists(path):
-    with open(path) as f:
-      previous = json.load(f)
-    if previous != record:
-      changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+  training = json.loads(json.dumps(training_settings(opts))) if opts is not None and getattr(
+      opts, "do_train", False) else None
+  if not os.path.exists(path):
+    if any(name != LOCK_NAME for name in os.listdir(output_dir)):
+      raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
+                       "albert_tf run); use a new --output_dir")
+    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
+    return
+  with open(path) as f:
+    previous = json.load(f)
+  trained = previous.pop("training", None)
+  if previous != record:
+    changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+    if _holds_work(output_dir):
       raise ValueError(f"--output_dir={output_dir} holds another run ({path} differs in: "
                        f"{', '.join(changed)}); use a new --output_dir, or the same flags "
                        "to resume")
-    return
-  if os.path.isdir(output_dir) and os.listdir(output_dir):
-    raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
-                     "albert_tf run); use a new --output_dir")
-  os.makedirs(output_dir, exist_ok=True)
-  write_json(path, record, indent=2, sort_keys=True)
+    print(f"Replacing the record of a run that never started in {output_dir} "
+          f"(it differed in: {', '.join(changed)})")
+    trained = None
+  if training is None:
+    training = trained
+  elif trained is not None and tf.train.latest_checkpoint(output_dir):
+    grow = _may_grow(opts)
+    changed = [k for k in sorted(set(trained) | set(training)) if trained.get(k) != training.get(k)
+               and not (k in grow and trained.get(k) is not None
+                        and training.get(k) is not None and training[k] >= trained[k])]
+    if changed:
+      raise ValueError(
+          f"--output_dir={output_dir} was trained with other flags: "
+          + "; ".join(f"--{k}={trained.get(k)} then, --{k}={training.get(k)} now" for k in changed)
+          + ". Resume with the same flags (" + ", ".join(f"--{k}" for k in grow)
+          + " may grow), or use a new --output_dir")
+  if dict(record, training=training) != dict(previous, training=trained):
+    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
 
 
 # ----------------------------------------------------------------------------- fine-tuning
@@ -200,11 +274,12 @@ class FinetuningTask:
     self.check_options()
     self.read_inputs()
     self.source = resolve_model_source(opts, opts.max_seq_length)
-    self.strategy = get_strategy(opts.distribution_strategy, opts.tpu)
+    self.strategy = get_strategy(opts.distribution_strategy, opts.tpu, opts.tpu_zone,
+                                 opts.gcp_project)
     self.check_outputs()
     claim_output_dir(opts.output_dir, dict(task=self.name, **self.source.record(),
                                            max_seq_length=opts.max_seq_length,
-                                           **self.run_record()), self.strategy)
+                                           **self.run_record()), self.strategy, opts)
     self.build_features()
     self._predict_fns = {}
 
@@ -298,7 +373,8 @@ class FinetuningTask:
     latest = tf.train.latest_checkpoint(self.opts.output_dir)
     for prefix in (best, latest):
       if prefix and tf.io.gfile.exists(prefix + ".index"):
-        tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
+        with reading_checkpoint(prefix):
+          tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
         return prefix
     self.source.initialize(model)
     return self.source.init_checkpoint or self.source.hub_handle or "random initialization"

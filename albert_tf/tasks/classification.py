@@ -8,6 +8,7 @@ saves it as a SavedModel that takes raw sentences.
 """
 
 import dataclasses
+import math
 import os
 from typing import Dict, List, Optional, Sequence
 
@@ -15,12 +16,17 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import option
+from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, option
 from albert_tf.data import glue
-from albert_tf.files import atomic_open, write_results
+from albert_tf.files import atomic_open, fingerprint, write_results
+from albert_tf.hub.loading import export_record
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
 from albert_tf.training import metrics as metrics_lib
+
+
+# Flags of the original run_classifier.py that are not options here.
+ORIGINAL_FLAGS = {**TPU_FLAGS, **VOCAB_FILE}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -32,15 +38,18 @@ class ClassifierOptions(FinetuningOptions):
   do_train: bool = option(False, "Fine-tune on train.tsv.")
   do_eval: bool = option(False, "Evaluate the best checkpoint on dev.")
   do_predict: bool = option(False, "Write GLUE submission files for the test split.")
-  eval_batch_size: int = option(8, "Evaluation batch size.")
-  train_step: int = option(1000, "Training steps.")
-  warmup_step: int = option(0, "Linear warmup steps.")
+  eval_batch_size: int = option(8, "Evaluation batch size.", at_least=1)
+  train_step: int = option(1000, "Training steps.", training="may grow", at_least=1)
+  warmup_step: int = option(0, "Linear warmup steps.", training="fixed", at_least=0)
   keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
-                                    "apart).")
+                                    "apart).", at_least=1)
   cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "
                                      "--output_dir).")
   export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel (raw text in, "
                                      "probabilities out) of the best checkpoint here.")
+  threshold_to_export: float = option(float("nan"), "A decision threshold the exported "
+                                      "classifier serves with its outputs (`threshold`); NaN: "
+                                      "none. (The original's flag.)")
   skip_malformed_rows: bool = option(False, "Skip rows with the wrong number of fields, with a "
                                      "warning (the original did so for QQP), instead of failing.")
 
@@ -96,8 +105,11 @@ class GlueRun(FinetuningTask):
 
   def check_outputs(self):
     export_dir = self.opts.export_dir
-    if export_dir and os.path.exists(export_dir) and os.listdir(export_dir):
-      raise FileExistsError(f"--export_dir={export_dir} exists and is not empty")
+    if export_dir and os.path.exists(export_dir) and os.listdir(export_dir) \
+        and (export_record(export_dir) or {}).get("output_dir") != os.path.abspath(
+            self.opts.output_dir):
+      raise FileExistsError(f"--export_dir={export_dir} exists and is not empty (and is not an "
+                            f"export of --output_dir={self.opts.output_dir})")
 
   def build_features(self):
     opts = self.opts
@@ -159,12 +171,27 @@ class GlueRun(FinetuningTask):
     if opts.do_predict:
       results["predict"] = {"files": len(self.write_predictions(model))}
     if opts.export_dir:
-      from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
-      pairs = any(s.text_b is not None for s in self.task.splits.values())
-      export_classifier(model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
-                        self.task.labels, pairs=pairs)
-      print(f"Exported the end-to-end classifier SavedModel to {opts.export_dir}")
+      self.export(model, weights)
     return results
+
+  def export(self, model, weights: str) -> None:
+    """The end-to-end SavedModel of `weights` in --export_dir; a rerun leaves an export of
+    the same weights alone and replaces one of earlier weights of this run."""
+    from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
+    opts = self.opts
+    threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
+    files = [weights + ".index"] if tf.io.gfile.exists(weights + ".index") else []
+    record = dict(output_dir=os.path.abspath(opts.output_dir), weights=weights,
+                  fingerprint=fingerprint(weights, threshold, opts.max_seq_length, files=files))
+    previous = export_record(opts.export_dir)
+    if previous == dict(record, kind="classifier"):
+      print(f"{opts.export_dir} already holds the export of {weights}")
+      return
+    pairs = any(s.text_b is not None for s in self.task.splits.values())
+    export_classifier(model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
+                      self.task.labels, pairs=pairs, overwrite=previous is not None,
+                      threshold=threshold, record=record)
+    print(f"Exported the end-to-end classifier SavedModel to {opts.export_dir}")
 
   def write_eval_results(self, model) -> Dict[str, float]:
     result = self.evaluate(model)

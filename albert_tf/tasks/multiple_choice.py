@@ -14,28 +14,40 @@ from typing import Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import option
+from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, Original, option
 from albert_tf.data import race
 from albert_tf.files import write_json, write_results
 from albert_tf.modeling.models import AlbertMultipleChoice
 from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
 
 
+# Flags of the original run_race.py that are not options here.
+_CACHED = "ignored: features are cached, fingerprinted, in --cached_dir (default --output_dir)"
+ORIGINAL_FLAGS = {
+    **TPU_FLAGS, **VOCAB_FILE,
+    "task_name": Original(str, "race", "RACE is the only task", only_default=True),
+    "train_file": Original(str, None, _CACHED),
+    "eval_file": Original(str, None, _CACHED),
+    "predict_file": Original(str, None, _CACHED),
+}
+
+
 @dataclasses.dataclass(kw_only=True)
 class RaceOptions(FinetuningOptions):
   """run_race.py's flags (the original's, plus strategy, dtype and seed)."""
   data_dir: str = option(help="Folder holding RACE/ (or the RACE folder itself).")
-  max_seq_length: int = option(512, "Sequence length of each packed choice.")
-  max_qa_length: int = option(128, "Question+option pieces kept (the last ones).")
+  max_seq_length: int = option(512, "Sequence length of each packed choice.", at_least=3)
+  max_qa_length: int = option(128, "Question+option pieces kept (the last ones).", at_least=1)
   do_train: bool = option(False, "Fine-tune on train.")
   do_eval: bool = option(False, "Evaluate the best checkpoint on dev.")
   do_predict: bool = option(False, "Predict test (and score it: RACE's answers are public).")
-  train_batch_size: int = option(32, "Global training batch size (questions).")
-  eval_batch_size: int = option(8, "Evaluation batch size.")
-  learning_rate: float = option(1e-5, "Peak learning rate.")
-  train_step: int = option(12000, "Training steps.")
-  warmup_step: int = option(1000, "Linear warmup steps.")
-  num_keep_checkpoint: int = option(5, "Recent checkpoints to keep.")
+  train_batch_size: int = option(32, "Global training batch size (questions).",
+                                 training="fixed", at_least=1)
+  eval_batch_size: int = option(8, "Evaluation batch size.", at_least=1)
+  learning_rate: float = option(1e-5, "Peak learning rate.", training="fixed", at_least=0)
+  train_step: int = option(12000, "Training steps.", training="may grow", at_least=1)
+  warmup_step: int = option(1000, "Linear warmup steps.", training="fixed", at_least=0)
+  num_keep_checkpoint: int = option(5, "Recent checkpoints to keep.", at_least=1)
   high_only: bool = option(False, "Only the high-school part.")
   middle_only: bool = option(False, "Only the middle-school part.")
   cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 from absl import logging
 import tensorflow as tf
 
-from albert_tf.cli import option
+from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import pretraining as data
 from albert_tf.files import expand_files, write_results
 from albert_tf.modeling.checkpoints import load_checkpoint, save_original_checkpoint
@@ -29,31 +29,51 @@ METRIC_NAMES = ("loss", "masked_lm_loss", "masked_lm_accuracy", "sentence_order_
                 "sentence_order_accuracy")
 
 
+# Flags of the original run_pretraining.py that are not options here.
+ORIGINAL_FLAGS = {
+    **TPU_FLAGS,
+    "masked_lm_budget": Original(float, 0.0, "masking on the fly is not offered: mask the data "
+                                 "with create_pretraining_data.py", only_default=True),
+}
+
+
 @dataclasses.dataclass(kw_only=True)
 class PretrainingOptions(RuntimeOptions):
   """run_pretraining.py's flags (the original's, plus strategy, dtype and seed)."""
-  input_file: str = option(help="Pretraining TFRecords: comma-separated paths or globs.")
+  input_file: str = option(help="Pretraining TFRecords: comma-separated paths or globs.",
+                           training="fixed")
   albert_config_file: str = option(help="albert_config.json of the model to train.")
   init_checkpoint: Optional[str] = option(None, "Initial weights: original TF1 or albert_tf "
                                           "checkpoint.")
+  init_from_group0: bool = option(False, "Start groups that --init_checkpoint (original "
+                                  "names) lacks from its group 0.")
   do_train: bool = option(False, "Train.")
   do_eval: bool = option(False, "Evaluate on --input_file after training.")
-  train_batch_size: int = option(4096, "Global training batch size.")
-  eval_batch_size: int = option(64, "Global evaluation batch size.")
-  max_seq_length: int = option(512, "Sequence length of the data.")
-  max_predictions_per_seq: int = option(20, "Masked-LM predictions per sequence in the data.")
-  optimizer: str = option("lamb", "Optimizer.", choices=("lamb", "adamw"))
-  learning_rate: float = option(0.00176, "Peak learning rate.")
-  poly_power: float = option(1.0, "Power of the polynomial decay.")
-  num_train_steps: int = option(125000, "Training steps.")
-  num_warmup_steps: int = option(3125, "Linear warmup steps.")
-  start_warmup_step: int = option(0, "Step at which the warmup starts.")
-  save_checkpoints_steps: int = option(5000, "Steps between checkpoints.")
-  keep_checkpoint_max: int = option(5, "Checkpoints to keep.")
-  max_eval_steps: int = option(100, "Evaluation batches.")
-  log_steps: int = option(100, "Steps between summaries.")
+  train_batch_size: int = option(4096, "Global training batch size.", training="fixed", at_least=1)
+  eval_batch_size: int = option(64, "Global evaluation batch size.", at_least=1)
+  max_seq_length: int = option(512, "Sequence length of the data.", at_least=3)
+  max_predictions_per_seq: int = option(20, "Masked-LM predictions per sequence in the data.",
+                                        training="fixed", at_least=1)
+  optimizer: str = option("lamb", "Optimizer.", choices=("lamb", "adamw"), training="fixed")
+  learning_rate: float = option(0.00176, "Peak learning rate.", training="fixed", at_least=0)
+  poly_power: float = option(1.0, "Power of the polynomial decay.", training="fixed", above=0)
+  num_train_steps: int = option(125000, "Training steps.", training="may grow", at_least=1)
+  num_warmup_steps: int = option(3125, "Linear warmup steps.", training="fixed", at_least=0)
+  start_warmup_step: int = option(0, "Step at which the warmup starts.",
+                                  training="fixed", at_least=0)
+  save_checkpoints_steps: int = option(5000, "Steps between checkpoints.",
+                                       training="fixed", at_least=1)
+  keep_checkpoint_max: int = option(5, "Checkpoints to keep.", at_least=1)
+  max_eval_steps: int = option(100, "Evaluation batches.", at_least=1)
+  log_steps: int = option(100, "Steps between summaries.", at_least=1)
   export_original_checkpoint: bool = option(
       True, "Also write the final weights as model.ckpt-<step> in the original TF1 names.")
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.num_warmup_steps > self.num_train_steps:
+      raise ValueError(f"--num_warmup_steps={self.num_warmup_steps} exceeds "
+                       f"--num_train_steps={self.num_train_steps}")
 
 
 def batch_metrics(outputs, batch, global_batch: float, mlm_weight_sum):
@@ -82,7 +102,8 @@ class Pretraining:
     self.opts = opts
     if not (opts.do_train or opts.do_eval):
       raise ValueError("at least one of --do_train and --do_eval must be set")
-    self.strategy = strategy or get_strategy(opts.distribution_strategy, opts.tpu)
+    self.strategy = strategy or get_strategy(opts.distribution_strategy, opts.tpu,
+                                                opts.tpu_zone, opts.gcp_project)
     self.files = expand_files(opts.input_file)
     data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
     self.config = AlbertConfig.from_json_file(opts.albert_config_file)
@@ -92,7 +113,7 @@ class Pretraining:
     check_batch_sizes(self.strategy, train_batch_size=opts.train_batch_size,
                       eval_batch_size=opts.eval_batch_size)
     claim_output_dir(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
-                     self.strategy)
+                     self.strategy, opts)
     saved = os.path.join(opts.output_dir, "albert_config.json")
     if is_chief(self.strategy) and not os.path.exists(saved):
       self.config.to_json_file(saved)  # what fine-tuning and export read
@@ -107,7 +128,8 @@ class Pretraining:
         save_checkpoints_steps=opts.save_checkpoints_steps,
         keep_checkpoint_max=opts.keep_checkpoint_max, dtype=opts.dtype, seed=opts.seed,
         log_steps=opts.log_steps, progress=opts.progress, jit_compile=opts.jit_compile,
-        description="pretraining"), self.strategy, self, train_data, initialize=self._initialize)
+        description="pretraining"), self.strategy, self, train_data, initialize=self._initialize,
+        data_files=self.files)
     self.model = self.trainer.model
 
   # -- the Trainer's view of the task
@@ -117,7 +139,7 @@ class Pretraining:
 
   def _initialize(self, model) -> None:
     if self.opts.init_checkpoint:
-      report = load_checkpoint(model, self.opts.init_checkpoint)
+      report = load_checkpoint(model, self.opts.init_checkpoint, self.opts.init_from_group0)
       print(f"Initialized from {report.path} ({len(report.loaded)} variables)")
 
   def step_metrics(self, model, batch, training, global_batch):

@@ -22,12 +22,17 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import option
+from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, option
 from albert_tf.data import squad
 from albert_tf.files import write_json, write_results
 from albert_tf.modeling.models import ENCODER_INPUTS, AlbertQuestionAnswerer
 from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
 from albert_tf.training import metrics as metrics_lib
+from albert_tf.progress import progress_bar
+
+
+# Flags of the original run_squad_v1.py / run_squad_v2.py that are not options here.
+ORIGINAL_FLAGS = {**TPU_FLAGS, **VOCAB_FILE}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -45,21 +50,25 @@ class SquadOptions(FinetuningOptions):
       "--predict_feature_file + .meta.jsonl).")
   version_2_with_negative: bool = option(False, "SQuAD 2.0: questions may have no answer (the "
                                          "answer-verification head).")
-  max_seq_length: int = option(384, "Sequence length of a window.")
-  doc_stride: int = option(128, "Pieces between the starts of consecutive windows.")
-  max_query_length: int = option(64, "Question pieces kept.")
+  max_seq_length: int = option(384, "Sequence length of a window.", at_least=3)
+  doc_stride: int = option(128, "Pieces between the starts of consecutive windows.", at_least=1)
+  max_query_length: int = option(64, "Question pieces kept.", at_least=1)
   do_train: bool = option(False, "Fine-tune on --train_file.")
   do_predict: bool = option(False, "Predict (and evaluate) --predict_file.")
-  num_train_epochs: float = option(3.0, "Epochs over the training features.")
-  warmup_proportion: float = option(0.1, "Fraction of the steps with linear warmup.")
+  num_train_epochs: float = option(3.0, "Epochs over the training features.",
+                                   training="may grow", above=0)
+  warmup_proportion: float = option(0.1, "Fraction of the steps with linear warmup.",
+                                    training="fixed", at_least=0, at_most=1)
   save_checkpoints_steps: int = option(1000, "Steps between checkpoints (each is evaluated "
-                                       "when --predict_file has answers).")
-  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep.")
-  n_best_size: int = option(20, "Answers kept per question in nbest_predictions.json.")
-  max_answer_length: int = option(30, "Longest answer, in pieces.")
-  start_n_top: int = option(5, "v2.0: starts considered at inference.")
-  end_n_top: int = option(5, "v2.0: ends considered per start.")
-  dropout_prob: float = option(0.1, "v2.0: dropout in the answer-class layer.")
+                                       "when --predict_file has answers).",
+                                       training="fixed", at_least=1)
+  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep.", at_least=1)
+  n_best_size: int = option(20, "Answers kept per question in nbest_predictions.json.", at_least=1)
+  max_answer_length: int = option(30, "Longest answer, in pieces.", at_least=1)
+  start_n_top: int = option(5, "v2.0: starts considered at inference.", at_least=1)
+  end_n_top: int = option(5, "v2.0: ends considered per start.", at_least=1)
+  dropout_prob: float = option(0.1, "v2.0: dropout in the answer-class layer.",
+                               training="fixed", at_least=0, below=1)
   null_score_diff_threshold: float = option(
       0.0, "v2.0: answer \"\" when the null score (null_odds.json) is above this; choose it "
       "on another set (best_f1_thresh).")
@@ -112,11 +121,6 @@ class SquadRun(FinetuningTask):
       raise ValueError("--do_train needs --train_file")
     if opts.do_predict and not opts.predict_file:
       raise ValueError("--do_predict needs --predict_file")
-    for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
-                 "max_answer_length", "start_n_top", "end_n_top", "train_batch_size",
-                 "predict_batch_size", "save_checkpoints_steps"):
-      if getattr(opts, name) <= 0:
-        raise ValueError(f"--{name}={getattr(opts, name)} must be positive")
     if opts.max_seq_length <= opts.max_query_length + 3:
       raise ValueError(f"--max_seq_length={opts.max_seq_length} leaves no room for the context "
                        f"after --max_query_length={opts.max_query_length} and 3 special tokens")
@@ -258,14 +262,13 @@ class SquadRun(FinetuningTask):
 
   def predict_raw(self, model) -> Dict[int, Dict[str, np.ndarray]]:
     """unique_id -> the model's inference outputs for that window."""
-    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
     data = squad.dataset(self.predict_features.record, self.opts.max_seq_length,
                          self.opts.predict_batch_size, is_training=False)
     batches = -(-len(self.predict_features.metadata) // self.opts.predict_batch_size)
     results = {}
-    for batch, outputs in tqdm(self.predict(model, data, ENCODER_INPUTS + ("p_mask",)),
-                               total=batches, desc="predicting", unit="batch", leave=False,
-                               disable=not self.opts.progress):
+    for batch, outputs in progress_bar(self.predict(model, data, ENCODER_INPUTS + ("p_mask",)),
+                                   total=batches, desc="predicting", unit="batch", leave=False,
+                                   disable=not self.opts.progress):
       for i, unique_id in enumerate(batch["unique_ids"].numpy()):
         results[int(unique_id)] = {k: v[i] for k, v in outputs.items()}
     return results

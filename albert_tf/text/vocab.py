@@ -7,7 +7,7 @@ from typing import Sequence, Union
 from absl import logging
 import sentencepiece as spm
 
-from albert_tf.cli import option
+from albert_tf.cli import Checked, option
 from albert_tf.files import expand_files
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
@@ -60,13 +60,14 @@ def _has_text(path: str) -> bool:
 
 
 @dataclasses.dataclass(kw_only=True)
-class VocabOptions:
+class VocabOptions(Checked):
   """create_vocab.py's flags."""
   input_file: str = option(help="Text files: comma-separated paths or globs.")
   model_prefix: str = option(help="Writes <model_prefix>.model and <model_prefix>.vocab.")
-  vocab_size: int = option(30000, "Number of pieces.")
-  input_sentence_size: int = option(10_000_000, "Sentences sampled for training.")
-  character_coverage: float = option(0.99995, "Characters covered by the vocabulary.")
+  vocab_size: int = option(30000, "Number of pieces.", at_least=6)
+  input_sentence_size: int = option(10_000_000, "Sentences sampled for training.", at_least=1)
+  character_coverage: float = option(0.99995, "Characters covered by the vocabulary.",
+                                     above=0, at_most=1)
   overwrite: bool = option(False, "Replace an existing model with the same prefix.")
 
 

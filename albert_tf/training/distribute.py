@@ -10,7 +10,8 @@ _POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mix
 _MIRRORED = {}
 
 
-def get_strategy(name: str, tpu: Optional[str] = None) -> tf.distribute.Strategy:
+def get_strategy(name: str, tpu: Optional[str] = None, zone: Optional[str] = None,
+                 project: Optional[str] = None) -> tf.distribute.Strategy:
   """one_device, mirrored (all GPUs, else all logical CPUs), multi_worker_mirrored (TF_CONFIG), tpu.
 
   A process reuses one MirroredStrategy per device set: separate instances
@@ -28,7 +29,8 @@ def get_strategy(name: str, tpu: Optional[str] = None) -> tf.distribute.Strategy
   if name == "multi_worker_mirrored":
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "", zone=zone,
+                                                                 project=project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)

@@ -22,13 +22,14 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.files import atomic_checkpoint
+from albert_tf.files import atomic_checkpoint, find_corrupt_record, reading_checkpoint
+from albert_tf.progress import progress_bar
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
                                            set_precision)
 from albert_tf.training.logs import append_csv, drop_rows_after, plot_learning_curve, read_csv
@@ -97,13 +98,16 @@ class Trainer:
       model.ckpt-best (higher is better).
     initialize: (model) -> None, called when `output_dir` has no checkpoint
       yet (e.g. to load --init_checkpoint).
+    data_files: the TFRecords `train_data` reads, to name a corrupt one.
   """
 
   def __init__(self, opts: TrainerOptions, strategy, task, train_data: tf.data.Dataset,
                evaluate_fn: Optional[Callable[[keras.Model], Dict[str, float]]] = None,
                best_metric: Optional[str] = None,
-               initialize: Optional[Callable[[keras.Model], None]] = None):
+               initialize: Optional[Callable[[keras.Model], None]] = None,
+               data_files: Sequence[str] = ()):
     self.opts, self.strategy, self.task = opts, strategy, task
+    self.data_files = list(data_files)
     self.evaluate_fn, self.best_metric = evaluate_fn, best_metric
     check_batch_sizes(strategy, train_batch_size=opts.train_batch_size)
     if opts.train_steps <= 0 or opts.save_checkpoints_steps <= 0:
@@ -134,11 +138,20 @@ class Trainer:
     self._eval_step = tf.function(self._eval_step_fn)
     latest = tf.train.latest_checkpoint(opts.output_dir)  # the chief's, on every worker
     if latest:
-      self.checkpoint.restore(latest).expect_partial()
+      with reading_checkpoint(latest):
+        self.checkpoint.restore(latest).expect_partial()
       logging.info("Resuming from %s (step %d)", latest, self.step)
       print(f"Resuming from {latest} at step {self.step}")
     elif initialize is not None:
       initialize(self.model)
+
+  def _next_batch(self):
+    try:
+      return next(self.iterator)
+    except tf.errors.DataLossError as e:
+      bad = find_corrupt_record(self.data_files)
+      raise ValueError(f"corrupt training data: {bad or e.message.splitlines()[0]}; "
+                       "recreate the file") from None
 
   @property
   def step(self) -> int:
@@ -226,7 +239,6 @@ class Trainer:
 
   def train(self) -> Dict[str, float]:
     """Trains from wherever the checkpoints left off; returns the last logged metrics."""
-    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
     opts = self.opts
     make_writer = (lambda d: tf.summary.create_file_writer(os.path.join(opts.output_dir, d))) \
         if self.is_chief else (lambda d: tf.summary.create_noop_writer())
@@ -242,11 +254,11 @@ class Trainer:
     if self.is_chief:  # rows a crashed run logged after its last checkpoint are redone
       for path in (log_path, self.eval_log):
         drop_rows_after(path, step)
-    bar = tqdm(total=opts.train_steps, initial=step, unit="step", desc=opts.description,
+    bar = progress_bar(total=opts.train_steps, initial=step, unit="step", desc=opts.description,
                disable=not (opts.progress and self.is_chief))
     sums, count, last, started = None, 0, {}, time.time()
     while step < opts.train_steps:
-      batch = distribute_global_batch(self.strategy, next(self.iterator), opts.train_batch_size)
+      batch = distribute_global_batch(self.strategy, self._next_batch(), opts.train_batch_size)
       sums = _accumulate(sums, self._train_step(batch))
       step += 1
       count += 1

@@ -49,11 +49,23 @@ class AlbertEmbeddings(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, input_word_ids, input_type_ids, training=None):
-    """[B, S] int ids -> [B, S, E] embeddings."""
+    """[B, S] int ids -> [B, S, E] embeddings; 0 < S <= max_position_embeddings."""
+    limit = self.max_position_embeddings
+    static = input_word_ids.shape[1] if input_word_ids.shape.rank == 2 else None
+    if static is not None and not 0 < static <= limit:
+      raise ValueError(f"sequence length {static}: the model takes 1 to "
+                       f"max_position_embeddings={limit} positions")
     seq_length = tf.shape(input_word_ids)[1]
+    if static is None:  # known only when run (a SavedModel called with another length)
+      checks = [tf.debugging.assert_less_equal(
+                    seq_length, limit,
+                    message=f"the sequence is longer than max_position_embeddings={limit}"),
+                tf.debugging.assert_positive(seq_length, message="the sequence length is 0")]
+      with tf.control_dependencies(checks):
+        seq_length = tf.identity(seq_length)
     words = tf.gather(self.word_embeddings, input_word_ids)           # [B, S, E]
     types = tf.gather(self.token_type_embeddings, input_type_ids)     # [B, S, E]
-    positions = self.position_embeddings[:seq_length]                 # [S, E]
+    positions = tf.gather(self.position_embeddings, tf.range(seq_length))  # [S, E]
     x = words + types + tf.cast(positions, words.dtype)[tf.newaxis]   # [B, S, E]
     return self.dropout(self.layer_norm(x), training=training)
 
