@@ -9,7 +9,6 @@ tokenizes and packs --num_sentences sentences both ways and prints sentences/s.
 import itertools
 import os
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -18,8 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags
 import tensorflow as tf
 
-from albert_tf.text import packing, preprocessing, tokenization, vocab
+from albert_tf.text import packing, preprocessing, tokenization
 from albert_tf.data import sample_corpus
+from common import pydoc_vocabulary
 
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; default: train one on pydoc.")
 flags.DEFINE_integer("vocab_size", 3000, "Size of the vocabulary trained when none is given.")
@@ -30,11 +30,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  model = FLAGS.spm_model_file
-  if not model:
-    tmp = tempfile.mkdtemp()
-    corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
-    model = vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=FLAGS.vocab_size)
+  model = pydoc_vocabulary(FLAGS.vocab_size, FLAGS.spm_model_file)
   sentences = [s for d in sample_corpus.pydoc_documents() for s in d]
   sentences = list(itertools.islice(itertools.cycle(sentences), FLAGS.num_sentences))
   n = len(sentences)

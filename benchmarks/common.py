@@ -18,6 +18,15 @@ from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top,wrong-im
 VOCAB_SIZE = 2000  # only the embedding gather differs from the released 30k vocabulary
 
 
+def pydoc_vocabulary(vocab_size: int = VOCAB_SIZE, spm_model_file=None) -> str:
+  """`spm_model_file`, or a SentencePiece model of `vocab_size` trained on the pydoc topics."""
+  if spm_model_file:
+    return spm_model_file
+  tmp = tempfile.mkdtemp(prefix="vocab_")
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
+  return vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=vocab_size)
+
+
 def workspace(prefix: str, preset: str):
   """(directory, SentencePiece model, albert_config.json) for a benchmark: ALBERT-base
   ("base") or a small model ("small": H=128, 4 layers), with a pydoc vocabulary."""
