@@ -9,9 +9,17 @@
 #   GLUE_DIR=glue_data OUTPUT_DIR=glue_out ALBERT_DIR=albert_base \
 #   INIT_CHECKPOINT=albert_base/model.ckpt-best ./run_glue.sh
 #
-# ALBERT_DIR holds albert_config.json and 30k-clean.model (needed with
-# INIT_CHECKPOINT). TASKS="MRPC RTE" runs a subset; EXTRA_FLAGS is appended to
-# every command (e.g. "--dtype=bfloat16 --distribution_strategy=mirrored").
+# Environment variables (all read here, printed at the start):
+#   GLUE_DIR                  the GLUE download (CoLA/, MNLI/, MRPC/, ..., diagnostic/); required
+#   OUTPUT_DIR                one subdirectory per task is written here; required
+#   ALBERT_HUB_MODULE_HANDLE  an encoder SavedModel from hub_export/export.py, or
+#   INIT_CHECKPOINT + ALBERT_DIR  a checkpoint, and the folder with albert_config.json
+#                             and 30k-clean.model
+#   TASKS                     default "SST-2 MNLI CoLA QNLI QQP RTE STS-B MRPC WNLI"
+#   MAX_SEQ_LENGTH            default 512
+#   EXTRA_FLAGS               appended to every command (e.g. "--dtype=bfloat16
+#                             --distribution_strategy=mirrored")
+#   PYTHON                    default .venv/bin/python if present, else python3
 # Rerunning resumes unfinished tasks.
 set -euo pipefail
 
@@ -33,6 +41,10 @@ else
   echo "set ALBERT_HUB_MODULE_HANDLE, or INIT_CHECKPOINT and ALBERT_DIR" >&2
   exit 2
 fi
+
+echo "run_glue.sh: GLUE_DIR=$GLUE_DIR OUTPUT_DIR=$OUTPUT_DIR TASKS=\"$TASKS\"" \
+     "MAX_SEQ_LENGTH=$MAX_SEQ_LENGTH EXTRA_FLAGS=\"$EXTRA_FLAGS\" PYTHON=$PYTHON"
+echo "model: ${MODEL_FLAGS[*]}"
 
 # task warmup_step learning_rate train_step save_checkpoints_steps train_batch_size
 run_task() {

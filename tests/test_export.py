@@ -80,6 +80,9 @@ def test_encoder_savedmodel_matches_in_process_model(released):
     assert len(got["encoder_outputs"]) == cfg["num_hidden_layers"] * cfg["inner_group_num"]
     for g, w in zip(got["encoder_outputs"], want["encoder_outputs"]):
       np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5)
+    # int64 ids (what many tokenizers give) are the same ids.
+    wide = layer({k: v.astype(np.int64) for k, v in encoder_inputs(x).items()})
+    np.testing.assert_array_equal(wide["pooled_output"].numpy(), got["pooled_output"].numpy())
 
   loaded = released.loaded
   mlm = hub.KerasLayer(loaded.mlm, signature=None)(x)
@@ -223,7 +226,7 @@ def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypat
   def broken_save(*args, **kwargs):
     raise RuntimeError("disk full")
   with monkeypatch.context() as m:
-    m.setattr(keras.Model, "save", broken_save)
+    m.setattr(tf.saved_model, "save", broken_save)
     with pytest.raises(RuntimeError, match="disk full"):
       export.export_encoder(AlbertPretrainer(GROUPED), str(earlier), overwrite=True)
   assert (earlier / "saved_model.pb").read_bytes() == before

@@ -534,6 +534,8 @@ def test_run_glue_sh_runs_the_tasks_and_prints_one_table(model_files, tmp_path):
   script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "run_glue.sh")
   done = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
+  assert f'GLUE_DIR={root} OUTPUT_DIR={tmp_path / "out"} TASKS="MRPC STS-B" ' \
+      'MAX_SEQ_LENGTH=32 EXTRA_FLAGS="--train_step=2' in done.stdout   # the settings used
   table = [line for line in done.stdout.splitlines() if line.startswith("|")]
   assert table[0] == "| task | accuracy | f1 | pearson | spearman | loss | global_step |"
   assert table[2].startswith("| MRPC | ") and table[2].endswith(" | 2 |")

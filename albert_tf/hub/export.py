@@ -5,7 +5,7 @@ text-preprocessing SavedModel; `hub_export/export.py` is the command line.
 
 The encoder SavedModel follows the TF-Hub BERT/ALBERT encoder convention: the
 root takes a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
-`input_type_ids` and returns `pooled_output`, `sequence_output`,
+`input_type_ids` (int64 ids are cast) and returns `pooled_output`, `sequence_output`,
 `encoder_outputs` and `default` (= pooled_output); it loads with
 `hub.KerasLayer(path, trainable=True)`. `obj.mlm` additionally takes
 `masked_lm_positions` and adds `mlm_logits`; `obj.sop` adds `sop_logits`.
@@ -55,13 +55,14 @@ def _with_default(outputs):
   return outputs
 
 
-def build_hub_model(pretrainer: AlbertPretrainer) -> keras.Model:
-  """The functional Keras model that is saved as the encoder SavedModel.
+def build_hub_model(pretrainer: AlbertPretrainer):
+  """The root object saved as the encoder SavedModel (a reusable SavedModel).
 
-  `mlm` and `sop` are Keras models sharing the encoder's variables. They are
-  attached as SavedModel children only, not as Keras sublayers, so that the
-  root's `trainable_variables` (what `hub.KerasLayer(..., trainable=True)`
-  trains) are exactly the encoder's.
+  `encoder` is the functional Keras model of the encoder; the root's
+  `__call__` casts int64 ids to int32 and calls it, traced for int32 and int64
+  inputs, training and not. `variables` / `trainable_variables` (what
+  `hub.KerasLayer(..., trainable=True)` trains) are exactly the encoder's;
+  `mlm` and `sop` are Keras models sharing its variables, plus the heads'.
   """
   encoder = pretrainer.encoder
   inputs = _inputs()
@@ -72,9 +73,22 @@ def build_hub_model(pretrainer: AlbertPretrainer) -> keras.Model:
   sop_outputs = dict(encoder(sop_inputs))
   sop_outputs["sop_logits"] = pretrainer.sentence_order(sop_outputs["pooled_output"])
   sop = keras.Model(sop_inputs, _with_default(sop_outputs), name="albert_sop")
-  core._track_trackable(mlm, name="mlm")  # pylint: disable=protected-access
-  core._track_trackable(sop, name="sop")  # pylint: disable=protected-access
-  return core
+
+  root = tf.__internal__.tracking.AutoTrackable()
+  root.encoder, root.mlm, root.sop = core, mlm, sop
+
+  def call(inputs, training=None):
+    return core({k: tf.cast(v, tf.int32) for k, v in inputs.items()}, training=training)
+
+  root.__call__ = tf.function(call)
+  for dtype in (tf.int32, tf.int64):
+    specs = {k: tf.TensorSpec([None, None], dtype, name=k) for k in INPUT_KEYS}
+    for training in (True, False):
+      root.__call__.get_concrete_function(specs, training=training)
+  root.variables = list(core.variables)
+  root.trainable_variables = list(core.trainable_variables)
+  root.regularization_losses = []
+  return root
 
 
 def _serving_signature(core: keras.Model, num_layers: int):
@@ -247,9 +261,8 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
       model.sp_model_file = _asset(spm_model_file, staging)
     model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     c = pretrainer.config
-    serve = _serving_signature(model, c.num_hidden_layers * c.inner_group_num)
-    model.save(saved, include_optimizer=False, save_format="tf",
-               signatures={"serving_default": serve})
+    serve = _serving_signature(model.encoder, c.num_hidden_layers * c.inner_group_num)
+    tf.saved_model.save(model, saved, signatures={"serving_default": serve})
   logging.info("Exported the ALBERT encoder SavedModel to %s", export_path)
   return export_path
 
