@@ -5,8 +5,9 @@ The Trainer owns the loop; a task owns its model, data, loss and metrics
 are sliced over the replicas, gradients all-reduced and clipped to global
 norm 1.0 (as the original), variables the loss does not reach are left
 alone, and the original AdamW/LAMB schedule is applied. A CheckpointManager
-holds the model, optimizer and input iterator as `ckpt-<step>`, so a rerun
-after a crash continues exactly; every saved checkpoint can be evaluated,
+holds the model, optimizer, input iterator and dropout generators as
+`ckpt-<step>`, so a rerun after a crash continues exactly (rows logged past
+the restored step are dropped); every saved checkpoint can be evaluated,
 the best kept as `model.ckpt-best`. TensorBoard summaries, train_log.csv,
 eval_log.csv, learning_curve.png and a progress bar.
 
