@@ -139,7 +139,7 @@ def lock_directory(directory: str, flag: str = "output_dir") -> str:
       if host not in (None, me["host"]):
         raise FileExistsError(f"--{flag}={directory} is in use by process {pid} on host {host} "
                               f"({path}); wait for it, or delete {path} if it has stopped")
-      if pid is not None and _process_alive(pid):
+      if pid is not None and process_alive(pid):
         raise FileExistsError(f"--{flag}={directory} is in use by process {pid} (still running; "
                               f"{path}): wait for it or stop it, or use another --{flag}")
       print(f"Taking over {path}: its process {pid} no longer runs")
@@ -169,7 +169,8 @@ def _release_locks() -> None:
     unlock_directory(os.path.dirname(path))
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+  """Whether process `pid` runs on this host (a zombie does not)."""
   try:
     os.kill(pid, 0)
   except ProcessLookupError:

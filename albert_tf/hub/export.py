@@ -34,6 +34,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.cli import Checked, Original, option
+from albert_tf.files import process_alive
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.hub.loading import EXPORT_RECORD
@@ -194,14 +195,8 @@ def _remove_stale_temporaries(parent: str) -> None:
     if not name.startswith(".export_"):
       continue
     pid = name[len(".export_"):].split("_")[0]
-    if pid.isdigit():
-      try:
-        os.kill(int(pid), 0)
-        continue  # an export still running
-      except ProcessLookupError:
-        pass
-      except PermissionError:
-        continue
+    if pid.isdigit() and process_alive(int(pid)):
+      continue  # an export still running
     shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
     logging.warning("Removed %s, left by an export that did not finish", name)
 
