@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer, load_original_checkpoint, save_original_checkpoint
+from albert_tf.modeling.checkpoints import variable_map
 import original_albert
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
@@ -171,3 +172,20 @@ def test_native_object_checkpoint_restores_encoder_alone(tmp_path):
   tf.train.Checkpoint(**encoder.checkpoint_items).read(path).assert_existing_objects_matched()
   np.testing.assert_array_equal(encoder(encoder_inputs(inputs))["pooled_output"],
                                 model(inputs)["pooled_output"])
+
+
+def test_init_from_group0_starts_the_missing_groups_from_group_0(tmp_path):
+  """The original's --init_from_group0: a one-group checkpoint into a two-group model."""
+  one_group = dict(GROUPED, num_hidden_groups=1)
+  prefix = save_original_checkpoint(AlbertPretrainer(one_group), str(tmp_path / "model.ckpt-1"))
+  with pytest.raises(ValueError, match="missing from the checkpoint"):
+    load_original_checkpoint(AlbertPretrainer(GROUPED), prefix)
+  model = AlbertPretrainer(GROUPED)
+  report = load_original_checkpoint(model, prefix, init_from_group0=True)
+  reader = tf.train.load_checkpoint(prefix)
+  targets = variable_map(model)
+  group1 = [n for n in targets if "/group_1/" in n]
+  assert group1 and set(group1) <= set(report.loaded)
+  for name in group1:
+    np.testing.assert_array_equal(targets[name].numpy(),
+                                  reader.get_tensor(name.replace("/group_1/", "/group_0/")))

@@ -127,12 +127,14 @@ def test_flags_take_names_defaults_and_help_from_the_fields():
     rate: float = cli.option(0.5, "Rate.")
     on: bool = cli.option(True, "Switch.")
     kind: str = cli.option("a", "Kind.", choices=("a", "b"))
+    size: int = cli.option(8, "Size.", at_least=1)
 
   values = flags.FlagValues()
   cli.define_flags(Options, values)
   values(["prog", "--name=x", "--steps=7", "--noon", "--kind=b"])
   assert cli.options_from_flags(Options, values) == Options(name="x", steps=7, on=False, kind="b")
   assert values["rate"].default == 0.5 and values["steps"].help == "Steps."
+  assert values["size"].help == "Size. (at least 1)"   # --helpfull shows each range
   assert values["name"].default is None
   with pytest.raises(flags.IllegalFlagValueError):
     values["kind"].parse("c")
