@@ -139,15 +139,29 @@ def test_every_gold_span_maps_to_pieces_and_back_to_the_answer_text(spm_model, t
     assert all(text == answer for answer, text in pairs)
 
 
+def max_context_window(windows, position):
+  """The original's per-piece search (a reference): the window where piece `position`
+  has the most context, the largest min(left, right) + 0.01 * length, the first on ties."""
+  best, best_score = None, None
+  for index, (start, length) in enumerate(windows):
+    if not start <= position < start + length:
+      continue
+    score = min(position - start, start + length - 1 - position) + 0.01 * length
+    if best_score is None or score > best_score:
+      best, best_score = index, score
+  return best
+
+
 def test_windows_cover_long_contexts_and_each_piece_has_one_max_context_window(spm_model):
   assert squad.doc_windows(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
   assert squad.doc_windows(3, 4, 3) == [(0, 3)]
-  assert squad.max_context_window([(0, 4), (3, 4), (6, 4)], 3) == 0   # ties: the first
-  assert squad.max_context_window([(0, 4), (3, 4), (6, 4)], 5) == 1
+  assert max_context_window([(0, 4), (3, 4), (6, 4)], 3) == 0   # ties: the first
+  assert max_context_window([(0, 4), (3, 4), (6, 4)], 5) == 1
+  assert squad.max_context_windows([(0, 4), (3, 4), (6, 4)], 10)[3:6] == [0, 1, 1]
   for n, max_tokens, stride in ((10, 4, 3), (1000, 37, 11), (999, 50, 50), (64, 64, 1)):
     windows = squad.doc_windows(n, max_tokens, stride)
     assert squad.max_context_windows(windows, n) == \
-        [squad.max_context_window(windows, p) for p in range(n)]
+        [max_context_window(windows, p) for p in range(n)]
   tokenizer = FullTokenizer(spm_model_file=spm_model)
   context = " ".join(["Every object has an identity, a type and a value."] * 12
                      + ["The answer is 1,234 here."])
