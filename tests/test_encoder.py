@@ -180,3 +180,42 @@ def test_sequence_lengths_outside_the_positions_are_named_and_int64_ids_work():
   want = encoder(x)["sequence_output"].numpy()
   got = encoder({k: v.astype(np.int64) for k, v in x.items()})["sequence_output"].numpy()
   np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_recompute_gives_the_same_loss_and_gradients(dtype):
+  """AlbertEncoder(recompute=True): grouped sharing with inner groups, dropout on everywhere;
+  the recomputed blocks draw the forward pass's masks, so every gradient is the same."""
+  cfg = dict(GROUPED, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
+  keras.mixed_precision.set_global_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
+  inputs = encoder_inputs(random_inputs(cfg, batch=3, seq=11))
+  target = tf.random.stateless_normal([3, 11, cfg["hidden_size"]], seed=[1, 2])
+  results = []
+  for recompute in (False, True):
+    keras.utils.set_random_seed(0)
+    encoder = AlbertEncoder(AlbertConfig.from_dict(cfg), recompute=recompute)
+    assert encoder.get_config()["recompute"] == recompute
+
+    @tf.function
+    def step(x):
+      with tf.GradientTape() as tape:
+        out = encoder(x, training=True)
+        loss = tf.reduce_mean(tf.cast(out["sequence_output"], tf.float32) * target) \
+            + tf.reduce_mean(tf.cast(out["pooled_output"], tf.float32))
+      grads = tape.gradient(loss, encoder.trainable_variables)
+      return loss, [tf.convert_to_tensor(g) for g in grads]
+
+    loss, grads = step(inputs)
+    graph = step.get_concrete_function(inputs).graph.as_graph_def()
+    matmuls = sum(node.op in ("MatMul", "BatchMatMulV2") for nodes in
+                  [graph.node] + [f.node_def for f in graph.library.function] for node in nodes)
+    results.append((float(loss), [g.numpy().astype(np.float32) for g in grads], matmuls))
+  (loss_kept, kept, matmuls_kept), (loss_recomputed, recomputed, matmuls_recomputed) = results
+  assert matmuls_recomputed > matmuls_kept  # the blocks' forward math again, in the backward
+  tolerance = 1e-5 if dtype == "float32" else 1e-2   # bfloat16: 8 bits of mantissa
+  assert loss_kept == pytest.approx(loss_recomputed, rel=tolerance)
+  assert len(kept) == len(recomputed) == len(encoder.trainable_variables)
+  atol = tolerance
+  for variable, a, b in zip(encoder.trainable_variables, kept, recomputed):
+    np.testing.assert_allclose(b, a, atol=atol, err_msg=variable.name)
+  assert max(np.abs(a).max() for a in kept) > 10 * atol  # gradients that can differ

@@ -1,6 +1,8 @@
 """RACE: the reader on the download's layout (and all.txt), blank filling and truncation,
 bad input, the head's original names, and a tiny model that learns a generated set."""
 
+import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -195,3 +197,44 @@ def test_run_race_rejects_bad_flags_before_any_work(tmp_path, spm_model):
   with pytest.raises(ValueError, match="exceeds the model's max_position_embeddings"):
     multiple_choice.run(opts(max_seq_length=128))
   assert not os.path.exists(tmp_path / "out")
+
+
+def test_bucketing_by_length_changes_no_loss_and_no_prediction(tmp_path, spm_model):
+  """--bucket_by_length cuts [B, 4, S] batches to their longest choice: the same losses
+  and dev / test logits as fixed padding."""
+  data = sample_corpus.write_race_task(str(tmp_path / "data"), (("train", 40), ("dev", 12),
+                                                                ("test", 8)),
+                                       filler_sentences=1, seed=1)
+  config = str(tmp_path / "albert_config.json")
+  AlbertConfig.from_dict(dict(TINY, max_position_embeddings=128)).to_json_file(config)
+
+  def opts(out, **kwargs):
+    base = dict(data_dir=data, output_dir=str(out), albert_config_file=config,
+                spm_model_file=spm_model, max_seq_length=128, max_qa_length=16,
+                train_batch_size=2, eval_batch_size=2, predict_batch_size=2, learning_rate=1e-3,
+                train_step=8, warmup_step=1, save_checkpoints_steps=8, log_steps=1,
+                progress=False, do_train=True)
+    return multiple_choice.RaceOptions(**dict(base, **kwargs))
+
+  losses = []
+  for bucket in (True, False):
+    multiple_choice.run(opts(tmp_path / str(bucket), bucket_by_length=bucket))
+    with open(tmp_path / str(bucket) / "train_log.csv") as f:
+      losses.append([float(row["loss"]) for row in csv.DictReader(f)])
+  np.testing.assert_allclose(losses[0], losses[1], atol=1e-5)
+
+  run = multiple_choice.RaceRun(opts(tmp_path / "True", do_train=False, do_eval=True,
+                                     do_predict=True))
+  with run.strategy.scope():
+    model = run.build_model()
+  run.restore_for_inference(model)
+  logits = {}
+  for bucket in (True, False):
+    run.opts = dataclasses.replace(run.opts, bucket_by_length=bucket)
+    logits[bucket] = {split: run.split_logits(model, split) for split in ("dev", "test")}
+  for split, count in (("dev", 24), ("test", 16)):   # middle + high
+    assert logits[True][split].shape == (count, 4)
+    np.testing.assert_allclose(logits[True][split], logits[False][split], atol=1e-5)
+  widths = {int(b["input_word_ids"].shape[-1]) for b in race.dataset(
+      run.records["dev"], 128, 2, is_training=False, bucket_by_length=True)}
+  assert min(widths) < 128, widths

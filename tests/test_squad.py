@@ -2,6 +2,7 @@
 round trips, windows, reader errors, the heads against NumPy, original variable
 names, and tiny models that learn generated v1.1 and v2.0 sets end to end."""
 
+import csv
 import json
 import os
 import subprocess
@@ -484,3 +485,45 @@ def test_run_squad_rejects_bad_flags_before_any_work(squad_files, tmp_path):
     question_answering.run(squad_options(squad_files, tmp_path / "d", False,
                                          predict_file=str(tmp_path / "nowhere.json")))
   assert not any(os.path.exists(tmp_path / d) for d in "abcd")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version_2", [False, True])
+def test_bucketing_by_length_changes_no_loss_and_no_prediction(squad_files, tmp_path,
+                                                                version_2):
+  """--bucket_by_length (the default) against fixed padding: the same losses, the same
+  answers, n-best probabilities and null odds (the encoder has no dropout here; the v2
+  answer-class dropout draws [B, H] masks, the same either way)."""
+  config = str(tmp_path / "albert_config.json")  # 128 positions: windows of ~40 use 64
+  AlbertConfig.from_dict(dict(TINY, hidden_size=64, intermediate_size=128,
+                              max_position_embeddings=128)).to_json_file(config)
+  written = {}
+  for bucket in (True, False):
+    out = tmp_path / str(bucket)
+    result = question_answering.run(squad_options(
+        squad_files, out, version_2, bucket_by_length=bucket, num_train_epochs=0.25,
+        train_batch_size=8, predict_batch_size=2, log_steps=1, albert_config_file=config,
+        max_seq_length=128, doc_stride=64))
+    with open(out / "train_log.csv") as f:
+      losses = [float(row["loss"]) for row in csv.DictReader(f)]
+    files = {name: json.load(open(out / f"{name}.json"))
+             for name in ("predictions", "nbest_predictions")
+             + (("null_odds",) if version_2 else ())}
+    written[bucket] = (result["eval"], losses, files)
+  (eval_cut, losses_cut, cut), (eval_fixed, losses_fixed, fixed) = written[True], written[False]
+  assert len(losses_cut) > 20
+  np.testing.assert_allclose(losses_cut, losses_fixed, atol=1e-5)
+  assert eval_cut == pytest.approx(eval_fixed, abs=1e-5)
+  assert cut["predictions"] == fixed["predictions"]
+  for qid, entries in fixed["nbest_predictions"].items():
+    assert [e["text"] for e in cut["nbest_predictions"][qid]] == [e["text"] for e in entries]
+    np.testing.assert_allclose([e["probability"] for e in cut["nbest_predictions"][qid]],
+                               [e["probability"] for e in entries], atol=1e-5)
+  if version_2:
+    np.testing.assert_allclose([cut["null_odds"][q] for q in fixed["null_odds"]],
+                               list(fixed["null_odds"].values()), atol=1e-5)
+  # The prediction batches (2 windows) were cut to fewer than the 128 positions.
+  data = squad.dataset(str(next((tmp_path / "True").glob("predict_*.tf_record"))), 128, 2,
+                       is_training=False, bucket_by_length=True)
+  widths = {int(b["input_word_ids"].shape[1]) for b in data}
+  assert min(widths) < 128, widths

@@ -252,10 +252,11 @@ def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTo
 
 
 def dataset(record: str, task: GlueTask, max_seq_length: int, batch_size: int,
-            is_training: bool, seed: int = 0) -> tf.data.Dataset:
+            is_training: bool, seed: int = 0, bucket_by_length: bool = False) -> tf.data.Dataset:
   """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and `label_ids`
   (float for regression); see `records.read_dataset`."""
   seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
   label = tf.io.FixedLenFeature([], tf.float32 if task.is_regression else tf.int64)
   schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
-  return read_dataset(record, schema, batch_size, is_training, seed)
+  return read_dataset(record, schema, batch_size, is_training, seed,
+                      bucket_by_length=bucket_by_length)

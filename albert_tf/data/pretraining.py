@@ -353,7 +353,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
 
 def dataset(files: List[str], global_batch_size: int, max_seq_length: int,
             max_predictions_per_seq: int, is_training: bool = True,
-            seed: int = 0) -> tf.data.Dataset:
+            seed: int = 0, bucket_by_length: bool = False) -> tf.data.Dataset:
   """Global batches of model inputs from pretraining TFRecords (original feature names).
 
   Output keys: input_word_ids, input_mask, input_type_ids, masked_lm_positions,
@@ -367,7 +367,8 @@ def dataset(files: List[str], global_batch_size: int, max_seq_length: int,
     batch["next_sentence_labels"] = batch["next_sentence_labels"][:, 0]
     return batch
 
-  return read_dataset(files, schema, global_batch_size, is_training, seed, transform=labels)
+  return read_dataset(files, schema, global_batch_size, is_training, seed, transform=labels,
+                      bucket_by_length=bucket_by_length)
 
 
 def check_records(files: List[str], max_seq_length: int, max_predictions_per_seq: int) -> None:

@@ -181,8 +181,9 @@ def cached_features(data_dir: str, split: str, levels: Sequence[str], examples, 
 
 
 def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool,
-            seed: int = 0) -> tf.data.Dataset:
-  """Batches of [B, 4, S] model inputs and label_ids [B]; see `records.read_dataset`."""
+            seed: int = 0, bucket_by_length: bool = False) -> tf.data.Dataset:
+  """Batches of [B, 4, S] model inputs and label_ids [B]; see `records.read_dataset`
+  (bucketing cuts S to what the longest of the batch's choices needs)."""
   seq = tf.io.FixedLenFeature([NUM_CHOICES * max_seq_length], tf.int64)
   schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
                 label_ids=tf.io.FixedLenFeature([], tf.int64))
@@ -191,7 +192,8 @@ def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool
     return {k: v if k == "label_ids" else tf.reshape(v, [-1, NUM_CHOICES, max_seq_length])
             for k, v in batch.items()}
 
-  return read_dataset(record, schema, batch_size, is_training, seed, transform=by_choice)
+  return read_dataset(record, schema, batch_size, is_training, seed, transform=by_choice,
+                      bucket_by_length=bucket_by_length)
 
 
 def levels_from_flags(high_only: bool, middle_only: bool) -> Tuple[str, ...]:

@@ -7,7 +7,7 @@ the model's input names and casts int64 to int32.
 """
 
 import contextlib
-from typing import Callable, Dict, Iterable, Optional, Sequence, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import tensorflow as tf
 
@@ -15,6 +15,8 @@ from albert_tf.files import atomic_path
 
 # Original feature name -> model input name.
 MODEL_NAMES = dict(input_ids="input_word_ids", segment_ids="input_type_ids")
+# Model inputs with one entry per token (last axis S), cut together by length bucketing.
+SEQUENCE_KEYS = ("input_word_ids", "input_mask", "input_type_ids", "p_mask")
 _INT64 = ("unique_ids",)  # SQuAD's ids start at 1e9
 Schema = Dict[str, tf.io.FixedLenFeature]
 
@@ -56,15 +58,44 @@ def write_records(examples: Iterable[Union[bytes, Dict[str, object]]],
   return count
 
 
+def bucket_lengths(max_seq_length: int) -> List[int]:
+  """The sequence lengths batches are cut to when bucketing by length: multiples of
+  32 up to 128, of 64 above, and `max_seq_length` itself (10 lengths for 512)."""
+  lengths = [n for n in range(32, min(128, max_seq_length) + 1, 32)]
+  lengths += [n for n in range(192, max_seq_length + 1, 64)]
+  return sorted(set(n for n in lengths if n < max_seq_length) | {max_seq_length})
+
+
+def cut_to_bucket(batch: Dict[str, tf.Tensor], lengths: Sequence[int],
+                  keys: Sequence[str] = SEQUENCE_KEYS) -> Dict[str, tf.Tensor]:
+  """Cuts the token axis (the last) of `keys` in a padded batch to the smallest of
+  `lengths` that holds its longest `input_mask`; nothing but padding is removed.
+
+  A batch keeps its examples and their order; only its width changes, to one of
+  a few lengths, so a tf.function traces at most `len(lengths)` shapes.
+  """
+  mask = batch["input_mask"]                                               # [..., S]
+  positions = tf.range(1, tf.shape(mask)[-1] + 1)                           # [S]
+  longest = tf.reduce_max(tf.where(mask > 0, positions, 0))                 # scalar
+  bounds = tf.constant(list(lengths), tf.int32)
+  index = tf.minimum(tf.searchsorted(bounds, longest[None], side="left")[0], len(lengths) - 1)
+  width = bounds[index]
+  return {k: v[..., :width] if k in keys else v for k, v in batch.items()}
+
+
 def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: int,
                  is_training: bool, seed: int = 0,
-                 transform: Optional[Callable[[dict], dict]] = None) -> tf.data.Dataset:
+                 transform: Optional[Callable[[dict], dict]] = None,
+                 bucket_by_length: bool = False) -> tf.data.Dataset:
   """Batches of features parsed with `schema`, renamed to model inputs, int64 as int32.
 
   Training repeats and shuffles deterministically for `seed` (files, then
   records), so the iterator's position can be checkpointed, and drops the
   last partial batch; evaluation keeps every record in file order.
   `transform` maps each parsed batch (e.g. reshapes) before prefetching.
+  With `bucket_by_length`, each batch is then cut to the smallest of
+  `bucket_lengths(S)` its longest example fits (`cut_to_bucket`): the same
+  examples in the same order, less padding, a bounded number of shapes.
   """
   files = [files] if isinstance(files, str) else list(files)
   if len(files) == 1:
@@ -86,7 +117,11 @@ def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: i
     batch = {MODEL_NAMES.get(k, k):
              tf.cast(v, tf.int32) if v.dtype == tf.int64 and k not in _INT64 else v
              for k, v in parsed.items()}
-    return transform(batch) if transform else batch
+    batch = transform(batch) if transform else batch
+    if bucket_by_length:
+      width = batch["input_mask"].shape[-1]
+      batch = cut_to_bucket(batch, bucket_lengths(width))
+    return batch
 
   return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
 

@@ -322,7 +322,7 @@ def read_header(metadata_path: str) -> Optional[dict]:
 
 
 def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool,
-            seed: int = 0) -> tf.data.Dataset:
+            seed: int = 0, bucket_by_length: bool = False) -> tf.data.Dataset:
   """Batches of model inputs (input_word_ids, input_mask, input_type_ids, p_mask),
   unique_ids and, for training, the targets; see `records.read_dataset`."""
   seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
@@ -331,7 +331,8 @@ def dataset(record: str, max_seq_length: int, batch_size: int, is_training: bool
   if is_training:
     one = tf.io.FixedLenFeature([], tf.int64)
     schema.update(start_positions=one, end_positions=one, is_impossible=one)
-  return read_dataset(record, schema, batch_size, is_training, seed)
+  return read_dataset(record, schema, batch_size, is_training, seed,
+                      bucket_by_length=bucket_by_length)
 
 
 # ----------------------------------------------------------------------------- answers

@@ -43,11 +43,15 @@ class AlbertEncoder(keras.Model):
 
   Args:
     config: an AlbertConfig, a dict of its fields, or a preset name.
+    recompute: in training, keep only each block's input for the backward pass
+      and compute the block again there (activation memory of one block instead
+      of L; about one more forward pass of time). Gradients are unchanged.
   """
 
-  def __init__(self, config: Union[AlbertConfig, dict, str], **kwargs):
+  def __init__(self, config: Union[AlbertConfig, dict, str], recompute: bool = False, **kwargs):
     super().__init__(**kwargs)
     self.config = as_config(config)
+    self.recompute = recompute
     c = self.config
     init = lambda: keras.initializers.TruncatedNormal(stddev=c.initializer_range)
     self.embeddings = AlbertEmbeddings(
@@ -63,7 +67,7 @@ class AlbertEncoder(keras.Model):
         [AlbertTransformerBlock(
             c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
             c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.initializer_range,
-            name=f"group_{g}_inner_group_{k}")
+            recompute=recompute, name=f"group_{g}_inner_group_{k}")
          for k in range(c.inner_group_num)]
         for g in range(c.num_hidden_groups)]
     self.pooler = keras.layers.Dense(c.hidden_size, activation="tanh",
@@ -127,7 +131,7 @@ class AlbertEncoder(keras.Model):
     return dict(encoder=self)
 
   def get_config(self):
-    return dict(config=self.config.to_dict(), name=self.name)
+    return dict(config=self.config.to_dict(), recompute=self.recompute, name=self.name)
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

@@ -47,6 +47,14 @@ class RuntimeOptions(Checked):
   dtype: str = option("float32", "Compute dtype (variables stay float32; float16 uses loss "
                       "scaling).", choices=DTYPES, training="fixed")
   jit_compile: bool = option(False, "Compile the training step with XLA.")
+  recompute: bool = option(
+      False, "Recompute each transformer block in the backward pass instead of keeping its "
+      "activations: far less training memory (ALBERT-large and larger at long sequences) for "
+      "about one more forward pass of time; the same gradients.")
+  bucket_by_length: bool = option(
+      True, "Cut each batch's padding to the smallest of a few lengths (32, 64, 96, 128, then "
+      "multiples of 64, up to --max_seq_length) that holds its longest example: the same "
+      "examples and results, less computation on padding.")
   seed: int = option(12345, "Seed of the initialization and the data order.", training="fixed")
   log_steps: int = option(10, "Steps between training summaries.", at_least=1)
   progress: bool = option(True, "Show progress bars.")
@@ -84,6 +92,9 @@ class FinetuningOptions(ModelOptions, RuntimeOptions):
     warmup, steps = getattr(self, "warmup_step", None), getattr(self, "train_step", None)
     if warmup is not None and steps is not None and warmup > steps:
       raise ValueError(f"--warmup_step={warmup} exceeds --train_step={steps}")
+    if self.albert_hub_module_handle and self.recompute:
+      raise ValueError("--recompute cannot apply to --albert_hub_module_handle (a SavedModel "
+                       "runs as exported); use --albert_config_file and --init_checkpoint")
     if self.albert_hub_module_handle and self.dtype != "float32":
       raise ValueError(f"--dtype={self.dtype} cannot apply to --albert_hub_module_handle: a "
                        "SavedModel computes in the precision it was exported in; use "
@@ -99,13 +110,14 @@ class ModelSource:
   tokenizer: FullTokenizer
   hub_handle: Optional[str] = None       # a local encoder SavedModel from hub_export
   init_checkpoint: Optional[str] = None  # original TF1 or albert_tf checkpoint
+  recompute: bool = False                # AlbertEncoder(recompute=...)
 
   def build_encoder(self):
     """A fresh AlbertEncoder, or the SavedModel as a trainable hub.KerasLayer."""
     if self.hub_handle:
       import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
       return hub.KerasLayer(self.hub_handle, trainable=True, name="albert_hub")
-    return AlbertEncoder(self.config)
+    return AlbertEncoder(self.config, recompute=self.recompute)
 
   def initialize(self, model) -> None:
     """Loads --init_checkpoint into a task model (hub weights are already in place)."""
@@ -171,7 +183,7 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
                      f"max_position_embeddings={config.max_position_embeddings}")
   if max_seq_length < 3:
     raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
-  return ModelSource(config, tokenizer, hub_handle, init)
+  return ModelSource(config, tokenizer, hub_handle, init, getattr(opts, "recompute", False))
 
 
 def training_settings(opts) -> Dict[str, object]:

@@ -135,14 +135,16 @@ class GlueRun(FinetuningTask):
   def train_dataset(self):
     opts = self.opts
     return glue.dataset(self.records["train"], self.task, opts.max_seq_length,
-                        opts.train_batch_size, is_training=True, seed=opts.seed)
+                        opts.train_batch_size, is_training=True, seed=opts.seed,
+                        bucket_by_length=opts.bucket_by_length)
 
   def split_logits(self, model, split: str) -> np.ndarray:
     """Logits [N, C] for every example of a split, in file order."""
     batch_size = self.opts.eval_batch_size if split.startswith("dev") \
         else self.opts.predict_batch_size
     return self.predict_logits(model, glue.dataset(
-        self.records[split], self.task, self.opts.max_seq_length, batch_size, is_training=False))
+        self.records[split], self.task, self.opts.max_seq_length, batch_size, is_training=False,
+        bucket_by_length=self.opts.bucket_by_length))
 
   def evaluate(self, model) -> Dict[str, float]:
     """Dev metrics; MNLI's mismatched dev set is reported with a `mismatched_` prefix."""

@@ -125,13 +125,15 @@ class RaceRun(FinetuningTask):
   def train_dataset(self):
     opts = self.opts
     return race.dataset(self.records["train"], opts.max_seq_length, opts.train_batch_size,
-                        is_training=True, seed=opts.seed)
+                        is_training=True, seed=opts.seed,
+                        bucket_by_length=opts.bucket_by_length)
 
   def split_logits(self, model, split: str) -> np.ndarray:
     """Logits [N, 4] for every question of a split, in reading order."""
     batch_size = self.opts.predict_batch_size if split == "test" else self.opts.eval_batch_size
     return self.predict_logits(model, race.dataset(self.records[split], self.opts.max_seq_length,
-                                                   batch_size, is_training=False))
+                                                   batch_size, is_training=False,
+                                                   bucket_by_length=self.opts.bucket_by_length))
 
   def evaluate(self, model) -> Dict[str, float]:
     return accuracy_by_level(self.examples["dev"], self.split_logits(model, "dev"))

@@ -20,6 +20,7 @@ from albert_tf.data import pretraining as data
 from albert_tf.files import expand_files, write_results
 from albert_tf.modeling.checkpoints import load_checkpoint, save_original_checkpoint
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.tasks.base import RuntimeOptions, claim_output_dir
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
@@ -119,7 +120,8 @@ class Pretraining:
       self.config.to_json_file(saved)  # what fine-tuning and export read
     tf.random.set_seed(opts.seed)  # the data order depends on the global seed too
     train_data = data.dataset(self.files, opts.train_batch_size, opts.max_seq_length,
-                              opts.max_predictions_per_seq, True, opts.seed)
+                              opts.max_predictions_per_seq, True, opts.seed,
+                              bucket_by_length=opts.bucket_by_length)
     self.trainer = Trainer(TrainerOptions(
         output_dir=opts.output_dir, train_steps=opts.num_train_steps,
         warmup_steps=opts.num_warmup_steps, start_warmup_step=opts.start_warmup_step,
@@ -135,7 +137,7 @@ class Pretraining:
   # -- the Trainer's view of the task
 
   def build_model(self) -> AlbertPretrainer:
-    return AlbertPretrainer(self.config)
+    return AlbertPretrainer(AlbertEncoder(self.config, recompute=self.opts.recompute))
 
   def _initialize(self, model) -> None:
     if self.opts.init_checkpoint:
@@ -176,7 +178,8 @@ class Pretraining:
     """`max_eval_steps` batches of `input_file`; writes eval_results.txt."""
     opts = self.opts
     batches = data.dataset(self.files, opts.eval_batch_size, opts.max_seq_length,
-                           opts.max_predictions_per_seq, is_training=False)
+                           opts.max_predictions_per_seq, is_training=False,
+                           bucket_by_length=opts.bucket_by_length)
     try:
       result = self.trainer.evaluate_batches(batches, opts.eval_batch_size, opts.max_eval_steps)
     except ValueError:

@@ -76,15 +76,20 @@ class SquadOptions(FinetuningOptions):
 
 def per_example_loss(version_2: bool):
   """The original losses: (start + end) / 2 cross-entropies, plus 0.5 x the
-  answer-class binary cross-entropy for v2.0."""
+  answer-class binary cross-entropy for v2.0.
+
+  The v1.1 softmax runs over the window's tokens, not its padding: the original's
+  also spans the padding positions (whose logits training soon drives far down), which
+  would make the loss depend on how much padding a batch has (`--bucket_by_length`)."""
   def loss_fn(model, batch, training):
     starts, ends = batch["start_positions"], batch["end_positions"]           # [b]
     outputs = model(batch, training=training)
     if version_2:
       start_log_probs, end_log_probs = outputs["start_log_probs"], outputs["end_log_probs"]
     else:
-      start_log_probs = tf.nn.log_softmax(outputs["start_logits"], -1)          # [b, S]
-      end_log_probs = tf.nn.log_softmax(outputs["end_logits"], -1)
+      padding = 1.0 - tf.cast(batch["input_mask"], tf.float32)                  # [b, S]
+      start_log_probs = tf.nn.log_softmax(outputs["start_logits"] - 1e30 * padding, -1)
+      end_log_probs = tf.nn.log_softmax(outputs["end_logits"] - 1e30 * padding, -1)
     start_loss = -tf.gather(start_log_probs, starts, batch_dims=1)              # [b]
     end_loss = -tf.gather(end_log_probs, ends, batch_dims=1)
     loss = (start_loss + end_loss) / 2.0
@@ -252,7 +257,8 @@ class SquadRun(FinetuningTask):
     print(f"Training {self.train_steps()} steps ({opts.num_train_epochs:g} epochs of "
           f"{self.train_features.header['features']} features, batch {opts.train_batch_size})")
     return squad.dataset(self.train_features.record, opts.max_seq_length,
-                         opts.train_batch_size, is_training=True, seed=opts.seed)
+                         opts.train_batch_size, is_training=True, seed=opts.seed,
+                         bucket_by_length=opts.bucket_by_length)
 
   def can_evaluate(self):
     return self.opts.do_predict and self.has_gold
@@ -263,14 +269,19 @@ class SquadRun(FinetuningTask):
   def predict_raw(self, model) -> Dict[int, Dict[str, np.ndarray]]:
     """unique_id -> the model's inference outputs for that window."""
     data = squad.dataset(self.predict_features.record, self.opts.max_seq_length,
-                         self.opts.predict_batch_size, is_training=False)
+                         self.opts.predict_batch_size, is_training=False,
+                         bucket_by_length=self.opts.bucket_by_length)
     batches = -(-len(self.predict_features.metadata) // self.opts.predict_batch_size)
     results = {}
     for batch, outputs in progress_bar(self.predict(model, data, ENCODER_INPUTS + ("p_mask",)),
                                    total=batches, desc="predicting", unit="batch", leave=False,
                                    disable=not self.opts.progress):
+      # v1.1 logits are cut to each window's tokens: an answer never lies in padding, and
+      # so padding (of whatever width) cannot push a span out of the n-best.
+      lengths = batch["input_mask"].numpy().sum(-1)
       for i, unique_id in enumerate(batch["unique_ids"].numpy()):
-        results[int(unique_id)] = {k: v[i] for k, v in outputs.items()}
+        results[int(unique_id)] = {k: v[i][:lengths[i]] if k.endswith("_logits") and v.ndim == 2
+                                   else v[i] for k, v in outputs.items()}
     return results
 
   def predict_answers(self, model):

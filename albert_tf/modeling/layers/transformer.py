@@ -6,14 +6,13 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
-from albert_tf.modeling.layers.dropout import dropout
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
 # head size, I intermediate size, T = B * S tokens.
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertTransformerBlock(keras.layers.Layer):
+class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   """Self-attention + FFN with residuals and post-LayerNorm, as `attention_ffn_block`.
 
   Weights keep the original layout (2-D kernels [in, out]) and the names of
@@ -21,6 +20,12 @@ class AlbertTransformerBlock(keras.layers.Layer):
   to one without transposes. The three attention projections run as a single
   [H, 3H] matmul, the math runs on [B * S, H] matrices (so oneDNN fuses
   matmul + bias + activation), and the softmax is computed in float32.
+
+  Dropout masks come from one seed per application, drawn from the block's own
+  tf.random.Generator (checkpointed by the Trainer for exact resume). With
+  `recompute`, training keeps only the block's input for the backward pass and
+  computes the rest again there (`tf.recompute_grad`), with the same seed and so
+  the same masks: the same gradients for much less activation memory.
 
   Args:
     hidden_size: H.
@@ -30,12 +35,17 @@ class AlbertTransformerBlock(keras.layers.Layer):
     hidden_dropout_prob: dropout on the attention and FFN outputs.
     attention_probs_dropout_prob: dropout on the attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
+    recompute: recompute the block in the backward pass instead of keeping its
+      activations.
   """
 
   def __init__(self, hidden_size, num_attention_heads, intermediate_size,
                hidden_act="gelu", hidden_dropout_prob=0.0,
-               attention_probs_dropout_prob=0.0, initializer_range=0.02, **kwargs):
+               attention_probs_dropout_prob=0.0, initializer_range=0.02, recompute=False,
+               **kwargs):
+    kwargs["rng_type"] = "stateful"   # get_config records it; it is always this
     super().__init__(**kwargs)
+    self.recompute = recompute
     if hidden_size % num_attention_heads:
       raise ValueError(f"hidden_size ({hidden_size}) is not divisible by "
                        f"num_attention_heads ({num_attention_heads})")
@@ -66,8 +76,6 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.output_dense = dense(hidden_size, "output")
     self.output_layer_norm = keras.layers.LayerNormalization(
         epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
-    self.attention_dropout = dropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
-    self.hidden_dropout = dropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     h, i = self.hidden_size, self.intermediate_size
@@ -76,7 +84,7 @@ class AlbertTransformerBlock(keras.layers.Layer):
     self.output_dense.build([None, i])
     self.attention_layer_norm.build([None, h])
     self.output_layer_norm.build([None, h])
-    super().build(input_shape)
+    super().build(input_shape)  # and the generator
 
   def read_weights(self):
     """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
@@ -105,7 +113,7 @@ class AlbertTransformerBlock(keras.layers.Layer):
       inputs: [B, S, H] hidden states.
       attention_bias: [B, 1, 1, S] float32, 0 where attending is allowed and
         -10000 at padding (the original's additive mask).
-      training: enables dropout.
+      training: enables dropout (and recomputation, with `recompute`).
       weights: the result of `read_weights()`, to reuse across applications;
         read here when not given.
 
@@ -113,6 +121,26 @@ class AlbertTransformerBlock(keras.layers.Layer):
       [B, S, H] hidden states.
     """
     w = weights if weights is not None else self.read_weights()
+    seed = None
+    if training and (self.hidden_dropout_prob or self.attention_probs_dropout_prob):
+      seed = self._random_generator.make_seed_for_stateless_op()              # [2]
+    if not (training and self.recompute):
+      return self._apply(inputs, attention_bias, w, seed)
+    keys = sorted(w)
+    # The seed is captured, not an argument: the recomputation reuses its value.
+    apply = tf.recompute_grad(
+        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed))
+    return apply(inputs, attention_bias, *[w[k] for k in keys])
+
+  def _dropout(self, x, rate, seed, index):
+    """Dropout with the `index`-th mask of `seed` (none without a seed)."""
+    if seed is None or not rate:
+      return x
+    return tf.nn.experimental.stateless_dropout(
+        x, rate, seed=tf.random.experimental.stateless_fold_in(seed, index))
+
+  def _apply(self, inputs, attention_bias, w, seed):
+    """The block's math: [B, S, H] -> [B, S, H]."""
     batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
@@ -123,17 +151,17 @@ class AlbertTransformerBlock(keras.layers.Layer):
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, S, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
-    probs = self.attention_dropout(probs, training=training)
+    probs = self._dropout(probs, self.attention_probs_dropout_prob, seed, 0)
     context = tf.matmul(probs, v)                                            # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
 
     attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
-    attention = self.hidden_dropout(attention, training=training)
+    attention = self._dropout(attention, self.hidden_dropout_prob, seed, 1)
     attention = self.attention_layer_norm(attention + x)                     # [T, H]
     inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
     inner = self._activation(inner)                                          # [T, I]
     ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [T, H]
-    ffn = self.hidden_dropout(ffn, training=training)
+    ffn = self._dropout(ffn, self.hidden_dropout_prob, seed, 2)
     out = self.output_layer_norm(ffn + attention)                            # [T, H]
     return tf.reshape(out, [batch, seq, h])
 
@@ -143,5 +171,5 @@ class AlbertTransformerBlock(keras.layers.Layer):
                   intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                   hidden_dropout_prob=self.hidden_dropout_prob,
                   attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, recompute=self.recompute)
     return config
