@@ -85,3 +85,17 @@ def fuzz_texts(count=2000, seed=0, words=("the", "assert", "statement", "1,000",
                    else "".join(char() for _ in range(rng.integers(1, 6)))
                    for _ in range(rng.integers(1, 8)))
           for _ in range(count)]
+
+
+def split_logits_by_bucketing(run, splits=("dev", "test")):
+  """{bucket_by_length: {split: logits}} of a fine-tuning run's restored model, read with
+  length bucketing on and off."""
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  with run.strategy.scope():
+    model = run.build_model()
+  run.restore_for_inference(model)
+  logits = {}
+  for bucket in (True, False):
+    run.opts = dataclasses.replace(run.opts, bucket_by_length=bucket)
+    logits[bucket] = {split: run.split_logits(model, split) for split in splits}
+  return logits

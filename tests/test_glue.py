@@ -22,6 +22,7 @@ from albert_tf.training import metrics
 from albert_tf.training import trainer as training
 from albert_tf.data import glue, records
 from albert_tf.hub.export import export_from_sources
+from common import split_logits_by_bucketing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -627,13 +628,7 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_
 
   run = classifier.GlueRun(options(model_files, tmp_path / "True", **dict(
       common, do_train=False, do_eval=True, do_predict=True)))
-  with run.strategy.scope():
-    model = run.build_model()
-  run.restore_for_inference(model)
-  logits = {}
-  for bucket in (True, False):
-    run.opts = dataclasses.replace(run.opts, bucket_by_length=bucket)
-    logits[bucket] = {split: run.split_logits(model, split) for split in ("dev", "test")}
+  logits = split_logits_by_bucketing(run)
   for split in ("dev", "test"):
     assert logits[True][split].shape == (200 if split == "dev" else 50, 2)
     np.testing.assert_allclose(logits[True][split], logits[False][split], atol=1e-5)

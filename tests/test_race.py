@@ -2,7 +2,6 @@
 bad input, the head's original names, and a tiny model that learns a generated set."""
 
 import csv
-import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from albert_tf import (AlbertConfig, AlbertMultipleChoice, AlbertPretrainer, loa
 from albert_tf.tasks import multiple_choice
 from albert_tf.data import race, sample_corpus
 from albert_tf.text.tokenization import FullTokenizer
+from common import split_logits_by_bucketing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -225,13 +225,7 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(tmp_path, spm_mod
 
   run = multiple_choice.RaceRun(opts(tmp_path / "True", do_train=False, do_eval=True,
                                      do_predict=True))
-  with run.strategy.scope():
-    model = run.build_model()
-  run.restore_for_inference(model)
-  logits = {}
-  for bucket in (True, False):
-    run.opts = dataclasses.replace(run.opts, bucket_by_length=bucket)
-    logits[bucket] = {split: run.split_logits(model, split) for split in ("dev", "test")}
+  logits = split_logits_by_bucketing(run)
   for split, count in (("dev", 24), ("test", 16)):   # middle + high
     assert logits[True][split].shape == (count, 4)
     np.testing.assert_allclose(logits[True][split], logits[False][split], atol=1e-5)

@@ -1,9 +1,12 @@
 """Every Python block of the README runs as written, on tiny stand-ins for the paths it
 names (albert_base/, hub/, out/MRPC/serving)."""
 
+import json
 import os
 import pathlib
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -59,3 +62,37 @@ def test_readme_python_block_runs(index, paths, monkeypatch):
   exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "readme"})  # pylint: disable=exec-used
   if 'model.save("classifier")' in code:
     assert (paths / "classifier" / "saved_model.pb").exists()
+
+
+def benchmark_commands():
+  """Every `python benchmarks/X.py --flags...` command of the README, continuation lines
+  joined: (script, [flag names])."""
+  text = README.read_text().replace("\\\n", " ")
+  return [(m.group(1), re.findall(r"--(?:no)?(\w+)", m.group(2)))
+          for m in re.finditer(r"^python (benchmarks/\w+\.py)(.*)$", text, re.M)]
+
+
+def test_the_readme_s_benchmark_commands_name_real_flags():
+  commands = benchmark_commands()
+  assert any(script.endswith("benchmark_peers.py") for script, _ in commands)
+  root = README.parent
+  for script, names in commands:
+    done = subprocess.run([sys.executable, str(root / script), "--helpfull"],
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr and "--" in done.stdout, done.stderr[-2000:]
+    for name in names:
+      assert f"--[no]{name}" in done.stdout or f"--{name}" in done.stdout, (script, name)
+
+
+def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
+  """Its albert_tf side runs here without the peers installed (a base-sized step on a
+  few tokens, with the memory reading)."""
+  spec = dict(impl="albert_tf", preset="base", batch=2, seq=64, dtype="float32", mode="train",
+              steps=1, lengths="mrpc", bucket=True, memory=True, recompute=True)
+  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "benchmark_peers.py"),
+                         "--worker=" + json.dumps(spec)], capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  result = json.loads(done.stdout.strip().splitlines()[-1])
+  assert result["seconds_per_step"] > 0 and result["state_bytes"] > 40e6  # weights + slots
+  assert result["tokens"] <= 2 * 64 and result["activation_bytes"] >= 0

@@ -1,0 +1,336 @@
+"""albert_tf beside transformers/torch ALBERT: speed ratios, real-length cost, recompute memory.
+
+Needs the optional peers: `pip install -e '.[bench]'` (torch CPU, transformers).
+Every measurement runs in a fresh process, and the implementations alternate
+round by round, so machine noise hits both alike; a row's figure is the median.
+
+  python benchmarks/benchmark_peers.py                       # every section, ~1 hour on 2 cores
+  python benchmarks/benchmark_peers.py --sections=uniform    # ALBERT-base b8 s128 only
+  python benchmarks/benchmark_peers.py --sections=memory --memory_presets=large
+
+Sections:
+  uniform      train (forward + backward + Adam) and inference examples/s of a plain user
+               step, ALBERT-base, --batch_size x --seq_length, float32 and bfloat16
+               (albert_tf: tf.function over AlbertEncoder + Dense with mixed_bfloat16;
+               torch: the same model and head under autocast(bfloat16)).
+  real_length  fine-tuning steps on MRPC-like lengths (pairs of median 60 pieces, p90 ~95)
+               at --max_seq_length=512 and 128: albert_tf as run_classifier.py batches them
+               (length buckets, and fixed padding for comparison), torch padded to 512 and
+               padded per batch. R = time at 128 / time at 512.
+  memory       peak memory of training steps at seq 512 without and with recompute
+               (ALBERT-large b4, ALBERT-xxlarge b1, float32): activation memory = the peak
+               resident set of such a step less that of a step on one 8-token example
+               (weights, optimizer slots, gradients), and the step time.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags
+
+flags.DEFINE_list("sections", ["uniform", "real_length", "memory"], "What to measure.")
+flags.DEFINE_integer("batch_size", 8, "uniform: examples per step.")
+flags.DEFINE_integer("seq_length", 128, "uniform: tokens per example.")
+flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "uniform: float32 and/or bfloat16.")
+flags.DEFINE_list("modes", ["train", "infer"], "uniform: train and/or infer.")
+flags.DEFINE_integer("steps", 4, "Timed steps per process.")
+flags.DEFINE_integer("rounds", 3, "Processes per implementation and setting (alternating).")
+flags.DEFINE_integer("real_batch_size", 8, "real_length: examples per step.")
+flags.DEFINE_list("memory_presets", ["large", "xxlarge"], "memory: model sizes.")
+flags.DEFINE_string("json_output", None, "Also write every measurement here.")
+flags.DEFINE_string("worker", None, "Internal: run one measurement (JSON spec) and print it.")
+FLAGS = flags.FLAGS
+
+MEMORY_BATCH = {"base": 8, "large": 4, "xlarge": 2, "xxlarge": 1}
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def batches(spec, rng_seed=0):
+  """The spec's batches as NumPy: (ids, mask, type_ids, labels), padded to `pad_to`.
+
+  lengths="fixed": every example is `seq` tokens. "mrpc": lengths drawn like MRPC
+  pairs (log-normal, median 60, p90 ~95 pieces), cut at `seq`.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(rng_seed)
+  b, s = spec["batch"], spec["seq"]
+  out = []
+  for _ in range(spec["steps"] + 1):   # one warm-up batch more
+    if spec.get("lengths", "fixed") == "fixed":
+      lengths = np.full(b, s)
+    else:
+      lengths = np.clip(rng.lognormal(np.log(60), 0.35, b).astype(int), 8, s)
+    ids = np.zeros((b, s), np.int32)
+    mask = np.zeros((b, s), np.int32)
+    types = np.zeros((b, s), np.int32)
+    for i, n in enumerate(lengths):
+      ids[i, :n] = rng.integers(5, 30000, n)
+      mask[i, :n] = 1
+      types[i, n // 2:n] = 1
+    out.append((ids, mask, types, rng.integers(0, 2, b).astype(np.int32)))
+  return out
+
+
+# ----------------------------------------------------------------------------- workers
+
+def rss_bytes(field):
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith(field + ":"):
+        return int(line.split()[1]) * 1024
+  raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def reset_peak():
+  """Makes VmHWM (peak resident set) start again from the current resident set."""
+  with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+
+
+def run_albert_tf(spec):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import records  # pylint: disable=g-import-not-at-top
+
+  keras.mixed_precision.set_global_policy(
+      "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32")
+  config = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  encoder = albert_tf.AlbertEncoder(config, recompute=spec.get("recompute", False))
+  head = keras.layers.Dense(2, dtype="float32")
+  optimizer = keras.optimizers.Adam(1e-5)
+  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+  @tf.function(jit_compile=spec.get("xla", False))
+  def train(x, y):
+    with tf.GradientTape() as tape:
+      loss = loss_fn(y, head(encoder(x, training=True)["pooled_output"]))
+    variables = encoder.trainable_variables + head.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  @tf.function(jit_compile=spec.get("xla", False))
+  def infer(x, y):
+    del y
+    return head(encoder(x, training=False)["pooled_output"])
+
+  step = train if spec["mode"] == "train" else infer
+  lengths = records.bucket_lengths(spec["seq"])
+
+  def as_inputs(batch):
+    ids, mask, types, labels = batch
+    x = dict(input_word_ids=tf.constant(ids), input_mask=tf.constant(mask),
+             input_type_ids=tf.constant(types))
+    if spec.get("bucket"):
+      x = records.cut_to_bucket(x, lengths)
+    return x, tf.constant(labels)
+
+  data = [as_inputs(b) for b in batches(spec)]
+  if spec.get("memory"):
+    # The peak of a step on one 8-token example: weights, optimizer slots, gradients and
+    # the update's temporaries, which do not grow with the batch; what a real step needs
+    # above it is its activations.
+    tiny = {k: v[:1, :8] for k, v in data[0][0].items()}
+    step(tiny, data[0][1][:1])
+    reset_peak()
+    step(tiny, data[0][1][:1])
+    base = rss_bytes("VmHWM")
+    reset_peak()
+  shapes = {}
+  for x, y in data:
+    shapes.setdefault(int(x["input_mask"].shape[-1]), (x, y))
+  for x, y in shapes.values():
+    np.asarray(step(x, y))   # trace every shape before timing
+  times = []
+  for x, y in data[1:]:
+    start = time.perf_counter()
+    np.asarray(step(x, y))
+    times.append(time.perf_counter() - start)
+  result = dict(seconds_per_step=statistics.median(times),
+                examples_per_second=spec["batch"] / statistics.median(times),
+                tokens=int(sum(int(np.prod(x["input_mask"].shape)) for x, _ in data[1:])))
+  if spec.get("memory"):
+    result.update(activation_bytes=rss_bytes("VmHWM") - base, state_bytes=base)
+  return result
+
+
+def run_torch(spec):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+
+  torch.set_num_threads(os.cpu_count())
+  torch.manual_seed(0)
+  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  config = transformers.AlbertConfig(
+      vocab_size=c.vocab_size, embedding_size=c.embedding_size, hidden_size=c.hidden_size,
+      num_hidden_layers=c.num_hidden_layers, num_hidden_groups=c.num_hidden_groups,
+      num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size,
+      inner_group_num=c.inner_group_num, hidden_act="gelu_new",
+      hidden_dropout_prob=c.hidden_dropout_prob,
+      attention_probs_dropout_prob=c.attention_probs_dropout_prob,
+      max_position_embeddings=c.max_position_embeddings, type_vocab_size=c.type_vocab_size)
+  model = transformers.AlbertModel(config)
+  head = torch.nn.Linear(c.hidden_size, 2)
+  params = list(model.parameters()) + list(head.parameters())
+  optimizer = torch.optim.Adam(params, lr=1e-5)
+  bf16 = spec["dtype"] == "bfloat16"
+  train = spec["mode"] == "train"
+  model.train(train)
+
+  def step(ids, mask, types, labels):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+      if not train:
+        with torch.inference_mode():
+          return head(model(input_ids=ids, attention_mask=mask, token_type_ids=types)
+                      .pooler_output)
+      logits = head(model(input_ids=ids, attention_mask=mask, token_type_ids=types).pooler_output)
+      loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+  def as_inputs(batch):
+    ids, mask, types, labels = batch
+    if spec.get("bucket"):   # padded per batch, to its longest example
+      width = int(mask.sum(-1).max())
+      ids, mask, types = ids[:, :width], mask[:, :width], types[:, :width]
+    return [torch.from_numpy(np.ascontiguousarray(a)).long() for a in (ids, mask, types, labels)]
+
+  data = [as_inputs(b) for b in batches(spec)]
+  step(*data[0])
+  times = []
+  for batch in data[1:]:
+    start = time.perf_counter()
+    step(*batch)
+    times.append(time.perf_counter() - start)
+  return dict(seconds_per_step=statistics.median(times),
+              examples_per_second=spec["batch"] / statistics.median(times))
+
+
+def measure(spec):
+  """Runs one spec in a fresh process and returns its result dict."""
+  done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker=" + json.dumps(spec)],
+                        capture_output=True, text=True)
+  if done.returncode:
+    raise RuntimeError(f"{spec} failed:\n{done.stderr[-3000:]}")
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- sections
+
+def alternate(specs):
+  """{name: [result of each round]} over `FLAGS.rounds` rounds of every spec in turn."""
+  results = {name: [] for name in specs}
+  for _ in range(FLAGS.rounds):
+    for name, spec in specs.items():
+      results[name].append(measure(spec))
+  return results
+
+
+def median(results, key="examples_per_second"):
+  return statistics.median(r[key] for r in results)
+
+
+def uniform():
+  rows = []
+  for dtype in FLAGS.dtypes:
+    for mode in FLAGS.modes:
+      common = dict(preset="base", batch=FLAGS.batch_size, seq=FLAGS.seq_length, dtype=dtype,
+                    mode=mode, steps=FLAGS.steps)
+      got = alternate({impl: dict(common, impl=impl) for impl in ("albert_tf", "torch")})
+      row = dict(section="uniform", mode=mode, dtype=dtype, albert_tf=median(got["albert_tf"]),
+                 torch=median(got["torch"]))
+      row["ratio"] = row["albert_tf"] / row["torch"]
+      rows.append(row)
+      print(f"uniform {mode:5s} {dtype:8s} albert_tf {row['albert_tf']:.2f} ex/s, torch "
+            f"{row['torch']:.2f} ex/s, ratio {row['ratio']:.2f}", flush=True)
+  return rows
+
+
+def real_length():
+  common = dict(preset="base", batch=FLAGS.real_batch_size, dtype="float32", mode="train",
+                steps=FLAGS.steps, lengths="mrpc")
+  specs = {
+      "albert_tf 512 buckets": dict(common, impl="albert_tf", seq=512, bucket=True),
+      "albert_tf 128 buckets": dict(common, impl="albert_tf", seq=128, bucket=True),
+      "albert_tf 512 fixed": dict(common, impl="albert_tf", seq=512, bucket=False),
+      "albert_tf 128 fixed": dict(common, impl="albert_tf", seq=128, bucket=False),
+      "torch 512 padded per batch": dict(common, impl="torch", seq=512, bucket=True),
+      "torch 512 fixed": dict(common, impl="torch", seq=512, bucket=False),
+  }
+  got = alternate(specs)
+  rows = []
+  for name, results in got.items():
+    rows.append(dict(section="real_length", run=name,
+                     seconds_per_step=median(results, "seconds_per_step")))
+    print(f"real_length {name:28s} {rows[-1]['seconds_per_step']:.3f} s/step", flush=True)
+  t = {r["run"]: r["seconds_per_step"] for r in rows}
+  summary = dict(section="real_length", run="summary",
+                 R_buckets=t["albert_tf 128 buckets"] / t["albert_tf 512 buckets"],
+                 R_fixed=t["albert_tf 128 fixed"] / t["albert_tf 512 fixed"],
+                 speedup_512=t["albert_tf 512 fixed"] / t["albert_tf 512 buckets"],
+                 ratio_to_torch_per_batch=t["torch 512 padded per batch"]
+                 / t["albert_tf 512 buckets"],
+                 ratio_to_torch_fixed=t["torch 512 fixed"] / t["albert_tf 512 buckets"])
+  print("real_length " + ", ".join(f"{k} {v:.2f}" for k, v in summary.items()
+                                   if isinstance(v, float)), flush=True)
+  return rows + [summary]
+
+
+def memory():
+  rows = []
+  for preset in FLAGS.memory_presets:
+    common = dict(preset=preset, batch=MEMORY_BATCH[preset], seq=512, dtype="float32",
+                  mode="train", steps=2, impl="albert_tf", memory=True)
+    got = {}
+    for recompute in (False, True):
+      got[recompute] = [measure(dict(common, recompute=recompute))]
+    kept, recomputed = got[False][0], got[True][0]
+    row = dict(section="memory", preset=preset, batch=MEMORY_BATCH[preset],
+               activation_gib=kept["activation_bytes"] / 2**30,
+               activation_gib_recompute=recomputed["activation_bytes"] / 2**30,
+               state_gib=kept["state_bytes"] / 2**30,
+               seconds_per_step=kept["seconds_per_step"],
+               seconds_per_step_recompute=recomputed["seconds_per_step"])
+    row["memory_ratio"] = row["activation_gib"] / row["activation_gib_recompute"]
+    row["time_ratio"] = row["seconds_per_step_recompute"] / row["seconds_per_step"]
+    rows.append(row)
+    print(f"memory {preset} b{row['batch']} s512: activations {row['activation_gib']:.2f} GiB -> "
+          f"{row['activation_gib_recompute']:.2f} GiB with recompute "
+          f"({row['memory_ratio']:.1f}x less), step {row['seconds_per_step']:.1f} s -> "
+          f"{row['seconds_per_step_recompute']:.1f} s ({row['time_ratio']:.2f}x)", flush=True)
+  return rows
+
+
+def main(_):
+  if FLAGS.worker:
+    spec = json.loads(FLAGS.worker)
+    result = (run_albert_tf if spec["impl"] == "albert_tf" else run_torch)(spec)
+    print(json.dumps(result))
+    return
+  import platform  # pylint: disable=g-import-not-at-top
+  print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; each figure the "
+        f"median of {FLAGS.rounds} processes", flush=True)
+  rows = []
+  for section in FLAGS.sections:
+    rows += {"uniform": uniform, "real_length": real_length, "memory": memory}[section]()
+  if FLAGS.json_output:
+    with open(FLAGS.json_output, "w") as f:
+      json.dump(rows, f, indent=2)
+
+
+if __name__ == "__main__":
+  app.run(main)
