@@ -147,7 +147,8 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
 
     qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
-    q, k, v = qkv[0], qkv[1], qkv[2]                                         # [B, N, S, D]
+    # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
+    q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, S, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
