@@ -71,9 +71,10 @@ def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
 
 def random_generators(model: keras.Model) -> List[tf.random.Generator]:
   """The tf.random.Generators of `model`'s random layers (dropout built with
-  rng_type="stateful"), created now if the model is not built yet, in a fixed order,
-  for the training checkpoint: tf_keras keeps them out of model checkpoints, and
-  without them a resumed run draws other masks. Call it in the strategy's scope."""
+  rng_type="stateful", and each transformer block's source of dropout seeds),
+  created now if the model is not built yet, in a fixed order, for the training
+  checkpoint: tf_keras keeps them out of model checkpoints, and without them a
+  resumed run draws other masks. Call it in the strategy's scope."""
   found = []
   for layer in model.submodules:
     rng = getattr(layer, "_random_generator", None)

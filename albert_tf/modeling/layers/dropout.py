@@ -6,6 +6,8 @@ was never stopped. `dropout` builds Keras dropout on a `tf.random.Generator`
 instead (`rng_type="stateful"`); the Trainer's checkpoint holds the
 generators' state (`training.trainer.random_generators`). tf_keras leaves
 them out of model checkpoints on purpose, so weight files are unchanged.
+The transformer blocks draw their masks otherwise (one stateless seed per
+application, from a generator of their own, so `--recompute` can replay them).
 """
 
 import tf_keras as keras
