@@ -303,6 +303,9 @@ def memory():
                activation_gib=kept["activation_bytes"] / 2**30,
                activation_gib_recompute=recomputed["activation_bytes"] / 2**30,
                state_gib=kept["state_bytes"] / 2**30,
+               peak_gib=(kept["state_bytes"] + kept["activation_bytes"]) / 2**30,
+               peak_gib_recompute=(recomputed["state_bytes"] + recomputed["activation_bytes"])
+               / 2**30,
                seconds_per_step=kept["seconds_per_step"],
                seconds_per_step_recompute=recomputed["seconds_per_step"])
     row["memory_ratio"] = row["activation_gib"] / row["activation_gib_recompute"]
@@ -311,7 +314,8 @@ def memory():
     print(f"memory {preset} b{row['batch']} s512: activations {row['activation_gib']:.2f} GiB -> "
           f"{row['activation_gib_recompute']:.2f} GiB with recompute "
           f"({row['memory_ratio']:.1f}x less), step {row['seconds_per_step']:.1f} s -> "
-          f"{row['seconds_per_step_recompute']:.1f} s ({row['time_ratio']:.2f}x)", flush=True)
+          f"{row['seconds_per_step_recompute']:.1f} s ({row['time_ratio']:.2f}x); peak resident "
+          f"{row['peak_gib']:.2f} GiB -> {row['peak_gib_recompute']:.2f} GiB", flush=True)
   return rows
 
 

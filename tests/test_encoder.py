@@ -219,3 +219,50 @@ def test_recompute_gives_the_same_loss_and_gradients(dtype):
   for variable, a, b in zip(encoder.trainable_variables, kept, recomputed):
     np.testing.assert_allclose(b, a, atol=atol, err_msg=variable.name)
   assert max(np.abs(a).max() for a in kept) > 10 * atol  # gradients that can differ
+
+
+def _optimized_graph_nodes(concrete_function):
+  """Every node of `concrete_function` after Grappler's default rewrites (as at run time)."""
+  from tensorflow.core.protobuf import config_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.grappler import tf_optimizer  # pylint: disable=g-import-not-at-top
+  graph = concrete_function.graph
+  meta_graph = tf.compat.v1.train.export_meta_graph(graph_def=graph.as_graph_def(), graph=graph)
+  fetch = meta_graph.collection_def["train_op"].node_list.value
+  for tensor in concrete_function.outputs:
+    fetch.append(tensor.op.name)
+  optimized = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta_graph)
+  return [list(optimized.node)] + [list(f.node_def) for f in optimized.library.function]
+
+
+def test_shared_weight_gradients_are_summed_as_they_come():
+  """Six applications of one block: the optimized gradient graph never adds all six kernel
+  (or bias) gradients in one AddN, which would hold them all at once (9.6 GB for
+  ALBERT-xxlarge); and the gradients are those of the plain graph."""
+  cfg = dict(TINY, num_hidden_layers=6, num_hidden_groups=1, inner_group_num=1,
+             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  inputs = encoder_inputs(random_inputs(cfg, batch=2, seq=9))
+
+  @tf.function
+  def gradients(x, training):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(encoder(x, training=training)["pooled_output"])
+    return [tf.convert_to_tensor(g) for g in tape.gradient(loss, encoder.trainable_variables)]
+
+  # training=False has no dropout here and no in-order sums: the plain graph's gradients.
+  for a, b, variable in zip(gradients(inputs, True), gradients(inputs, False),
+                            encoder.trainable_variables):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7, err_msg=variable.name)
+
+  for training in (True, False):
+    wide = []   # AddN nodes summing six or more matmul/bias gradients
+    for nodes in _optimized_graph_nodes(gradients.get_concrete_function(inputs, training)):
+      ops = {node.name: node.op for node in nodes}
+      for node in nodes:
+        sources = [ops.get(name.lstrip("^").split(":")[0], "") for name in node.input]
+        if node.op == "AddN" and sum("MatMul" in s or s == "BiasAddGrad" for s in sources) >= 6:
+          wide.append(node.name)
+    if training:
+      assert not wide, wide
+    else:
+      assert len(wide) >= 8, wide   # the check sees them where they are: 4 kernels, 4 biases
