@@ -96,3 +96,19 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   result = json.loads(done.stdout.strip().splitlines()[-1])
   assert result["seconds_per_step"] > 0 and result["state_bytes"] > 40e6  # weights + slots
   assert result["tokens"] <= 2 * 64 and result["activation_bytes"] >= 0
+
+
+def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
+  """Its runs are real run_classifier.py processes (a small model, a few steps), each
+  reporting its training time and dev accuracy, and an R per padding mode."""
+  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "benchmark_real_length.py"),
+                         "--preset=small", "--steps=4", "--batch_size=4", "--rounds=1",
+                         "--runs=128:buckets,64:buckets,128:fixed,64:fixed"],
+                        capture_output=True, text=True, timeout=900)
+  assert done.returncode == 0, done.stderr[-3000:]
+  runs = re.findall(r"^  (\d+:\w+) +round 1: +([\d.]+) s of training, dev accuracy ([\d.]+)$",
+                    done.stdout, re.M)
+  assert [r[0] for r in runs] == ["128:buckets", "64:buckets", "128:fixed", "64:fixed"], done.stdout
+  assert all(float(seconds) > 0 and 0 <= float(accuracy) <= 1 for _, seconds, accuracy in runs)
+  ratios = re.findall(r"^  R \((buckets|fixed)\) = T64 / T128 = ([\d.]+)$", done.stdout, re.M)
+  assert [r[0] for r in ratios] == ["buckets", "fixed"], done.stdout
