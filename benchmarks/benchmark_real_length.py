@@ -24,6 +24,7 @@ from absl import app, flags
 import common  # pylint: disable=g-bad-import-order
 from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.text import tokenization  # pylint: disable=g-bad-import-order
+from albert_tf.training import logs  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_enum("preset", "base", ["base", "small"], "base: ALBERT-base; small: H=128, 4 layers.")
 flags.DEFINE_list("runs", ["512:buckets", "128:buckets", "512:fixed", "128:fixed"],
@@ -60,11 +61,8 @@ def run_once(name, seq, bucket, data_dir, spm, config_file, out):
   done = subprocess.run(command, capture_output=True, text=True)
   if done.returncode:
     raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
-  with open(os.path.join(out, "train_log.csv")) as f:
-    rows = f.read().splitlines()
-  header = rows[0].split(",")
-  column = header.index("examples_per_second")
-  seconds = sum(FLAGS.batch_size / float(r.split(",")[column]) for r in rows[1:])
+  rows = logs.read_csv(os.path.join(out, "train_log.csv"))
+  seconds = sum(FLAGS.batch_size / float(r["examples_per_second"]) for r in rows)
   with open(os.path.join(out, "eval_results.txt")) as f:
     results = dict(line.strip().split(" = ") for line in f if " = " in line)
   return seconds, float(results["accuracy"])
