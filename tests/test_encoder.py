@@ -77,6 +77,7 @@ def test_model_config_round_trip():
     lambda: layers.AlbertTransformerBlock(32, 4, 48, "relu", 0.1, 0.05, 0.03),
     lambda: heads.AlbertMaskedLMHead(97, 8, "swish", 0.03),
     lambda: heads.AlbertSentenceOrderHead(3, 0.04),
+    lambda: layers.LayerNorm(epsilon=1e-12, name="LayerNorm"),
 ])
 def test_layer_config_round_trip(layer):
   layer = layer()
@@ -85,6 +86,38 @@ def test_layer_config_round_trip(layer):
   assert again.get_config() == config
   restored = keras.layers.deserialize(keras.layers.serialize(layer))
   assert type(restored) is type(layer) and restored.get_config() == config
+
+
+@pytest.mark.parametrize("shape", [(6, 16), (2, 3, 16)])
+def test_layer_norm_matches_keras_in_values_and_gradients(shape):
+  """The hand-written gradient against autodiff of Keras' LayerNormalization."""
+  rng = np.random.default_rng(0)
+  x = tf.constant(rng.normal(2.0, 3.0, shape), tf.float32)
+  dy = tf.constant(rng.normal(size=shape), tf.float32)
+  ours, keras_ln = layers.LayerNorm(epsilon=1e-12), keras.layers.LayerNormalization(epsilon=1e-12)
+  ours.build(shape), keras_ln.build(shape)
+  weights = [rng.normal(1.0, 0.5, 16), rng.normal(0.0, 0.5, 16)]
+  for layer in (ours, keras_ln):
+    layer.set_weights(weights)
+
+  def value_and_grads(layer):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x)
+      loss = tf.reduce_sum(y * dy)
+    return [y] + tape.gradient(loss, [x, layer.gamma, layer.beta])
+
+  for got, want, name in zip(value_and_grads(ours), value_and_grads(keras_ln),
+                             ["y", "dx", "dgamma", "dbeta"]):
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+  # bfloat16 in, bfloat16 out; the statistics stay in float32.
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  mixed = layers.LayerNorm(epsilon=1e-12)
+  mixed.build(shape)
+  mixed.set_weights(ours.get_weights())
+  y = mixed(tf.cast(x, tf.bfloat16))
+  assert y.dtype == tf.bfloat16 and mixed.gamma.dtype == tf.float32
+  np.testing.assert_allclose(tf.cast(y, tf.float32).numpy(), ours(x).numpy(), atol=0.05)
 
 
 def test_pretrainer_outputs():

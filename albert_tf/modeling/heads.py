@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling.layers.layer_norm import LayerNorm
 from albert_tf.modeling.layers.dropout import dropout
 
 
@@ -34,7 +35,7 @@ class AlbertMaskedLMHead(keras.layers.Layer):
     self.dense = keras.layers.Dense(
         embedding_size, activation=activations.get(hidden_act), name="dense", dtype=self.dtype_policy,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
-    self.layer_norm = keras.layers.LayerNormalization(
+    self.layer_norm = LayerNorm(
         epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
 
   def build(self, input_shape):
@@ -202,7 +203,7 @@ class AlbertSpanV2Head(keras.layers.Layer):
 
     self.start_dense = dense(1, "start_dense", 0)
     self.end_dense_0 = dense(hidden_size, "end_dense_0", 1, activation="tanh")
-    self.end_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="end_LayerNorm",
+    self.end_layer_norm = LayerNorm(epsilon=1e-12, name="end_LayerNorm",
                                                           dtype=policy)
     self.end_dense_1 = dense(1, "end_dense_1", 2)
     self.answer_dense_0 = dense(hidden_size, "answer_dense_0", 3, activation="tanh")

@@ -4,6 +4,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling.layers.dropout import dropout
+from albert_tf.modeling.layers.layer_norm import LayerNorm
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
@@ -31,7 +32,7 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.type_vocab_size = type_vocab_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-    self.layer_norm = keras.layers.LayerNormalization(
+    self.layer_norm = LayerNorm(
         axis=-1, epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
     self.dropout = dropout(dropout_rate, dtype=self.dtype_policy)
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling.layers.layer_norm import LayerNorm
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
 # head size, I intermediate size, T = B * S tokens.
@@ -69,12 +70,12 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.key = dense(hidden_size, "key")
     self.value = dense(hidden_size, "value")
     self.attention_output = dense(hidden_size, "attention_output")
-    self.attention_layer_norm = keras.layers.LayerNormalization(
+    self.attention_layer_norm = LayerNorm(
         epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
     self._activation = activations.get(hidden_act)
     self.intermediate = dense(intermediate_size, "intermediate")
     self.output_dense = dense(hidden_size, "output")
-    self.output_layer_norm = keras.layers.LayerNormalization(
+    self.output_layer_norm = LayerNorm(
         epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
