@@ -99,3 +99,28 @@ def split_logits_by_bucketing(run, splits=("dev", "test")):
     run.opts = dataclasses.replace(run.opts, bucket_by_length=bucket)
     logits[bucket] = {split: run.split_logits(model, split) for split in splits}
   return logits
+
+
+def write_wordpiece_vocab(path, texts, max_words=300):
+  """A WordPiece vocabulary (BERT's layout: [PAD], [unused0], [UNK], [CLS], [SEP], [MASK],
+  then tokens) built from `texts`: every character of their basic tokens alone and as a
+  "##" continuation, the most frequent words and some of their prefixes and suffixes, so
+  that real words split into several pieces and unknown characters become [UNK]."""
+  import collections  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.wordpiece import BasicTokenizer  # pylint: disable=g-import-not-at-top
+  words = collections.Counter(t for text in texts for t in BasicTokenizer().tokenize(text))
+  tokens = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  chars = sorted({c for w in words for c in w})
+  unknown, no_continuation = set(chars[3::7]), set(chars[5::9])
+  tokens += [c for c in chars if c not in unknown]
+  tokens += ["##" + c for c in chars if c not in no_continuation]
+  for word, _ in words.most_common(max_words):
+    if 1 < len(word) <= 40:
+      tokens += [word[: len(word) // 2 + 1], "##" + word[len(word) // 2 + 1:], word]
+  seen = set()
+  with open(path, "w", encoding="utf-8") as f:
+    for t in tokens:
+      if t not in seen:
+        seen.add(t)
+        f.write(t + "\n")
+  return str(path)

@@ -61,8 +61,10 @@ def test_sampling(tokenizer):
 def test_bad_models(tmp_path, spm_model):
   with pytest.raises(FileNotFoundError, match="nowhere.model"):
     tokenization.FullTokenizer(spm_model_file=str(tmp_path / "nowhere.model"))
-  with pytest.raises(ValueError, match="spm_model_file"):
-    tokenization.FullTokenizer(vocab_file="vocab.txt")
+  with pytest.raises(ValueError, match="spm_model_file.*vocab_file"):
+    tokenization.FullTokenizer()
+  with pytest.raises(FileNotFoundError, match="nowhere.txt"):   # WordPiece, a missing file
+    tokenization.FullTokenizer(vocab_file=str(tmp_path / "nowhere.txt"))
   not_a_model = tmp_path / "junk.model"
   not_a_model.write_bytes(b"not a protobuf at all")
   with pytest.raises(ValueError, match="junk.model"):

@@ -1,10 +1,12 @@
 """ALBERT tokenization and segment packing as TensorFlow ops (tensorflow-text).
 
 `AlbertTokenizer` turns a batch of strings into the same ids as
-`tokenization.FullTokenizer` (normalization, SentencePiece and the
-digit-comma rule, all in-graph), and `AlbertPacker` packs one or two
-tokenized segments like `packing.pack_inputs`. Both run inside `tf.data`
-and inside SavedModels.
+`tokenization.FullTokenizer`, all in-graph: for a SentencePiece model
+ALBERT's normalization, SentencePiece and the digit-comma rule; for a
+WordPiece vocabulary BERT's basic tokenization (written here with regular
+expressions built from the Python predicates) and `FastWordpieceTokenizer`.
+`AlbertPacker` packs one or two tokenized segments like
+`packing.pack_inputs`. Both run inside `tf.data` and inside SavedModels.
 """
 
 import functools
@@ -12,25 +14,51 @@ import sys
 import unicodedata
 from typing import Dict, Sequence, Union
 
+from absl import logging
 import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras as keras
 
-from albert_tf.text import tokenization
+from albert_tf.text import tokenization, wordpiece
 
 _UNDERLINE = tokenization.SPIECE_UNDERLINE
+
+
+def _sigma_is_final_after(c: str) -> bool:
+  return (c + "\u03a3").lower()[-1] == "\u03c2"
+
+
+def _case_ignorable(c: str) -> bool:
+  """Python skips these looking for the cased letter before a final sigma."""
+  return ("A" + c + "\u03a3").lower()[-1] == "\u03c2" and not _sigma_is_final_after(c)
+
+
+_PREDICATES = {
+    "space": str.isspace,
+    "digit": str.isdigit,
+    "combining": lambda c: unicodedata.combining(c) != 0,
+    # WordPiece (BasicTokenizer): what its clean-up removes, its word separators, its
+    # punctuation, CJK ideographs, nonspacing marks (accents), and the final-sigma context.
+    "wp_removed": lambda c: c in "\x00\ufffd" or wordpiece._is_control(c),
+    "wp_space": lambda c: wordpiece._is_whitespace(c) or c.isspace(),
+    "wp_punctuation": wordpiece._is_punctuation,
+    "wp_cjk": lambda c: wordpiece._is_chinese_char(ord(c)),
+    "wp_mn": lambda c: unicodedata.category(c) == "Mn",
+    "sigma_cased": _sigma_is_final_after,
+    "sigma_ignorable": _case_ignorable,
+    "sigma_other": lambda c: not (_sigma_is_final_after(c) or _case_ignorable(c)),
+}
 
 
 @functools.lru_cache(maxsize=None)
 def _char_class(kind: str) -> str:
   """An RE2 character class of every code point for which Python's predicate holds.
 
-  Built from Python's own `str.isspace`, `str.isdigit` and
-  `unicodedata.combining`, so the in-graph rules match `preprocess_text`
-  and the digit-comma rule character for character.
+  Built from Python's own `str.isspace`, `str.isdigit`, `unicodedata` and the
+  WordPiece predicates, so the in-graph rules match `preprocess_text`, the
+  digit-comma rule and `BasicTokenizer` character for character.
   """
-  predicate = {"space": str.isspace, "digit": str.isdigit,
-               "combining": lambda c: unicodedata.combining(c) != 0}[kind]
+  predicate = _PREDICATES[kind]
   ranges, start, prev = [], None, None
   for cp in range(sys.maxunicode + 1):
     if 0xD800 <= cp <= 0xDFFF:
@@ -57,21 +85,75 @@ def normalize(strings: tf.Tensor, lower: bool = True) -> tf.Tensor:
   x = tf_text.normalize_utf8(x, "NFKD")
   x = tf.strings.regex_replace(x, _char_class("combining"), "")
   if lower:
-    x = _lower(x)
+    x = _python_lower(x)
   return x
 
 
-def _lower(strings: tf.Tensor) -> tf.Tensor:
-  """`str.lower` on a string tensor, NULs included (`tf.strings.lower` stops at the first
-  NUL): the text between NULs is lower-cased and the NULs put back."""
-  flat = tf.reshape(strings, [-1])                                          # [N]
-  parts = tf.strings.split(flat, "\x00")                                   # [N, (k)]
-  lengths = parts.row_lengths()
-  last = tf.ragged.range(lengths) + 1 == lengths[:, None]                 # [N, (k)]
-  nul = tf.where(last.flat_values, "", tf.constant("\x00"))
-  lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
-  joined = tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)  # [N]
-  return tf.reshape(joined, tf.shape(strings))
+@functools.lru_cache(maxsize=None)
+def _lower_table():
+  """Code points whose `str.lower` is one other code point: (sorted keys, values)."""
+  keys, values = [], []
+  for cp in range(sys.maxunicode + 1):
+    if 0xD800 <= cp <= 0xDFFF:
+      continue
+    lowered = chr(cp).lower()
+    if len(lowered) == 1 and lowered != chr(cp):
+      keys.append(cp)
+      values.append(ord(lowered))
+  return keys, values
+
+
+def _python_lower(strings: tf.Tensor) -> tf.Tensor:
+  """`str.lower` on a string tensor of any shape, exactly.
+
+  Not `tf.strings.lower`: it stops at the first NUL, and its ICU tables
+  predate 40 of the lower-case pairs of Python's Unicode (U+2C2F, U+A7C0,
+  the Vithkuqi letters, ...). The final sigma (Σ lower-cases to ς after a cased letter and not before
+  one, case-ignorable characters skipped) is a regular expression, İ (the
+  one code point that lower-cases to two) another, and every other code
+  point goes through a table of Python's own mapping.
+  """
+  cased, ignorable, other = (_char_class(k) for k in ("sigma_cased", "sigma_ignorable",
+                                                      "sigma_other"))
+  x = tf.strings.regex_replace(strings, f"({cased}{ignorable}*)\u03a3({ignorable}*(?:{other}|$))",
+                               "\\1\u03c2\\2")
+  x = tf.strings.regex_replace(x, "\u0130", "i\u0307")
+  keys, values = (tf.constant(v, tf.int32) for v in _lower_table())
+  chars = tf.strings.unicode_decode(x, "UTF-8")                              # [N, (C)]
+  flat = chars.flat_values
+  index = tf.minimum(tf.searchsorted(keys, flat), len(_lower_table()[0]) - 1)
+  lowered = tf.where(tf.gather(keys, index) == flat, tf.gather(values, index), flat)
+  return tf.strings.unicode_encode(chars.with_flat_values(lowered), "UTF-8")
+
+
+def wordpiece_words(strings: tf.Tensor, lower: bool = True) -> tf.RaggedTensor:
+  """`wordpiece.BasicTokenizer(lower).tokenize` on strings [N] -> words [N, (W)]."""
+  x = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
+  x = tf.strings.regex_replace(x, _char_class("wp_removed"), "")
+  x = tf.strings.regex_replace(x, _char_class("wp_space"), " ")
+  if lower:
+    x = _python_lower(x)
+    x = tf_text.normalize_utf8(x, "NFD")
+    x = tf.strings.regex_replace(x, _char_class("wp_mn"), "")
+  kept = f"{_char_class('wp_punctuation')}|{_char_class('wp_cjk')}"
+  return tf_text.regex_split(x, f" |{kept}", kept)
+
+
+def _fast_wordpiece_vocab(vocab: Dict[str, int], vocab_file: str) -> list:
+  """The tokens in id order, those FastWordpieceTokenizer cannot hold made unreachable.
+
+  It takes tokens of at most 256 UTF-8 bytes (without "##"); a longer one
+  keeps its id under a name no word can have (words never hold NUL), and a
+  word spelling it exactly gets other pieces in-graph than in Python.
+  """
+  tokens = list(vocab)
+  too_long = [i for i, t in enumerate(tokens) if len(t.removeprefix("##").encode()) > 256]
+  for i in too_long:
+    tokens[i] = f"\x00{i}"
+  if too_long:
+    logging.warning("%s: %d token(s) longer than 256 bytes (ids %s) cannot be matched "
+                    "in-graph", vocab_file, len(too_long), too_long[:5])
+  return tokens
 
 
 def _read_model(spm_model: Union[str, bytes]) -> bytes:
@@ -86,21 +168,36 @@ class AlbertTokenizer(keras.layers.Layer):
   """Strings [B] -> int32 ids RaggedTensor [B, (T)], identical to FullTokenizer.
 
   Args:
-    spm_model_file: path of ALBERT's SentencePiece model.
-    do_lower_case: lower-case after normalization.
+    spm_model_file: path of ALBERT's SentencePiece model; or
+    vocab_file: a WordPiece vocabulary (the Chinese releases' vocab_chinese.txt),
+      used when no `spm_model_file` is given.
+    do_lower_case: lower-case (and for WordPiece strip accents), as FullTokenizer.
   """
 
-  def __init__(self, spm_model_file: str, do_lower_case: bool = True, **kwargs):
+  def __init__(self, spm_model_file: str = None, do_lower_case: bool = True,
+               vocab_file: str = None, **kwargs):
     super().__init__(**kwargs)
-    self.spm_model_file = spm_model_file
+    self.spm_model_file, self.vocab_file = spm_model_file, vocab_file
     self.do_lower_case = do_lower_case
-    reference = tokenization.FullTokenizer(do_lower_case=do_lower_case,
+    reference = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                            spm_model_file=spm_model_file)
     self.special_ids = dict(reference.special_ids)
+    self.cls_id, self.sep_id, self.pad_id = reference.cls_id, reference.sep_id, reference.pad_id
+    self.mask_id = reference.mask_id
     self.vocab_size = reference.vocab_size
-    self._sp = tf_text.SentencepieceTokenizer(model=_read_model(spm_model_file),
-                                              out_type=tf.string)
-    self._digit_comma = ".*" + _char_class("digit") + ","
+    if spm_model_file:
+      self._sp = tf_text.SentencepieceTokenizer(model=_read_model(spm_model_file),
+                                                out_type=tf.string)
+      self._digit_comma = ".*" + _char_class("digit") + ","
+    else:
+      unk = reference.wordpiece_tokenizer
+      self._unk_token, self._max_chars = unk.unk_token, unk.max_input_chars_per_word
+      # Words are counted in bytes there, in characters in the original: the
+      # longer ones are replaced by the unknown token before (see call).
+      self._wordpiece = tf_text.FastWordpieceTokenizer(
+          vocab=_fast_wordpiece_vocab(reference.vocab, vocab_file), unknown_token=self._unk_token,
+          max_bytes_per_word=4 * self._max_chars, token_out_type=tf.int32,
+          no_pretokenization=True)
 
   def tokenize_pieces(self, strings: tf.Tensor) -> tf.RaggedTensor:
     """Strings [B] -> pieces RaggedTensor [B, (T)] of strings."""
@@ -139,13 +236,20 @@ class AlbertTokenizer(keras.layers.Layer):
 
   def call(self, strings: tf.Tensor) -> tf.RaggedTensor:
     """Strings [B] -> int32 ids [B, (T)]."""
+    if not self.spm_model_file:
+      words = wordpiece_words(strings, self.do_lower_case)                  # [B, (W)]
+      flat = words.flat_values
+      too_long = tf.strings.length(flat, unit="UTF8_CHAR") > self._max_chars
+      flat = tf.where(too_long, self._unk_token, flat)  # which the vocabulary has
+      return words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
     pieces = self.tokenize_pieces(strings)
     return pieces.with_flat_values(
         tf.cast(self._sp.string_to_id(pieces.flat_values), tf.int32))
 
   def get_config(self):
     config = super().get_config()
-    config.update(spm_model_file=self.spm_model_file, do_lower_case=self.do_lower_case)
+    config.update(spm_model_file=self.spm_model_file, vocab_file=self.vocab_file,
+                  do_lower_case=self.do_lower_case)
     return config
 
 

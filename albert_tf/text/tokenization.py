@@ -1,8 +1,10 @@
-"""ALBERT's tokenizer: its text normalization, then SentencePiece with the digit-comma rule.
+"""ALBERT's tokenizer: its text normalization, then SentencePiece with the digit-comma rule,
+or BERT's WordPiece for the Chinese releases' `vocab_chinese.txt`.
 
-`FullTokenizer` reproduces google-research/albert `tokenization.py` for the
-SentencePiece path (the one every released ALBERT model uses): ids here are
-the ids the released checkpoints were pretrained on.
+`FullTokenizer` reproduces google-research/albert `tokenization.py` on both
+paths (the module's other names are here too: `BasicTokenizer`,
+`WordpieceTokenizer`, `load_vocab`, ...): ids here are the ids the released
+checkpoints were pretrained on.
 """
 
 import re
@@ -11,26 +13,16 @@ from typing import List, Sequence, Tuple, Union
 
 import sentencepiece as spm
 
+from albert_tf.text import wordpiece
+# The original module's names, for code written against it.
+from albert_tf.text.wordpiece import (  # pylint: disable=unused-import
+    BasicTokenizer, WordpieceTokenizer, _is_control, _is_punctuation, _is_whitespace,
+    convert_by_vocab, convert_ids_to_tokens, convert_to_unicode, convert_tokens_to_ids,
+    load_vocab, printable_text, whitespace_tokenize)
+
 SPIECE_UNDERLINE = "\u2581"
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
-
-
-def convert_to_unicode(text: Union[str, bytes]) -> str:
-  """str as is; bytes decoded as UTF-8 with invalid sequences dropped, as the original.
-
-  Lone surrogates in a str (JSON's "\\ud800" reads as one) are dropped too: they
-  are not characters, and the in-graph tokenizer, which sees the same text as
-  UTF-8 bytes, drops them as invalid.
-  """
-  if isinstance(text, str):
-    try:
-      text.encode("utf-8")
-      return text
-    except UnicodeEncodeError:
-      return text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore")
-  if isinstance(text, bytes):
-    return text.decode("utf-8", "ignore")
-  raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+WORDPIECE_SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
 
 def preprocess_text(text: Union[str, bytes], remove_space: bool = True, lower: bool = False,
@@ -128,21 +120,38 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool 
 
 
 class FullTokenizer:
-  """ALBERT's end-to-end tokenizer: normalization, SentencePiece, digit-comma rule.
+  """ALBERT's end-to-end tokenizer, SentencePiece or WordPiece, as the original chooses.
+
+  With `spm_model_file` (every English release's `30k-clean.model`): ALBERT's
+  normalization, SentencePiece and the digit-comma rule. Otherwise
+  `vocab_file` (the Chinese releases' `vocab_chinese.txt`): BERT's
+  `BasicTokenizer` then `WordpieceTokenizer` (see `albert_tf.text.wordpiece`).
+  `vocab` ({token: id}) and `inv_vocab` exist for both, as in the original.
 
   Args:
-    vocab_file: accepted for the original signature; ALBERT models use
-      `spm_model_file`, and WordPiece vocabularies are not supported.
-    do_lower_case: lower-case after normalization (true for every released model).
-    spm_model_file: path of the SentencePiece model (e.g. `30k-clean.model`).
+    vocab_file: WordPiece vocabulary, one token per line; used when no
+      `spm_model_file` is given.
+    do_lower_case: lower-case (and, for WordPiece, strip accents); true for
+      every released model.
+    spm_model_file: path of the SentencePiece model.
   """
 
   def __init__(self, vocab_file=None, do_lower_case: bool = True, spm_model_file: str = None):
-    if not spm_model_file:
-      raise ValueError("FullTokenizer needs spm_model_file (ALBERT's SentencePiece model, "
-                       "e.g. 30k-clean.model); WordPiece vocab files are not supported")
-    self.spm_model_file = spm_model_file
+    self.vocab_file, self.spm_model_file = vocab_file, spm_model_file
     self.do_lower_case = do_lower_case
+    self.sp_model = None
+    if spm_model_file:
+      self._load_sentencepiece(spm_model_file)
+      self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.vocab_size)}
+    elif vocab_file:
+      self._load_wordpiece(vocab_file)
+    else:
+      raise ValueError("FullTokenizer needs spm_model_file (a SentencePiece model such as "
+                       "30k-clean.model) or vocab_file (a WordPiece vocabulary such as "
+                       "vocab_chinese.txt)")
+    self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+  def _load_sentencepiece(self, spm_model_file: str):
     self.sp_model = spm.SentencePieceProcessor()
     try:
       with open(spm_model_file, "rb") as f:
@@ -163,6 +172,20 @@ class FullTokenizer:
     if missing:
       raise ValueError(f"SentencePiece model {spm_model_file} lacks ALBERT's special "
                        f"pieces {missing}; train one with create_vocab.py")
+    self._pad, self._unk = "<pad>", "<unk>"
+
+  def _load_wordpiece(self, vocab_file: str):
+    self.vocab = wordpiece.load_vocab(vocab_file)
+    self.vocab_size = len(self.vocab)
+    missing = [t for t in WORDPIECE_SPECIAL_TOKENS if t not in self.vocab]
+    if missing:
+      raise ValueError(f"WordPiece vocabulary {vocab_file} lacks the special tokens {missing}")
+    self.special_ids = {t: self.vocab[t] for t in WORDPIECE_SPECIAL_TOKENS}
+    # The original pads with id 0 whatever the vocabulary ([PAD] in BERT's and ALBERT's).
+    self.special_ids["[PAD]"] = 0
+    self._pad, self._unk = "[PAD]", "[UNK]"
+    self.basic_tokenizer = wordpiece.BasicTokenizer(do_lower_case=self.do_lower_case)
+    self.wordpiece_tokenizer = wordpiece.WordpieceTokenizer(vocab=self.vocab)
 
   @property
   def cls_id(self) -> int:
@@ -178,14 +201,21 @@ class FullTokenizer:
 
   @property
   def pad_id(self) -> int:
-    return self.special_ids["<pad>"]
+    return self.special_ids[self._pad]
 
   @property
   def unk_id(self) -> int:
-    return self.special_ids["<unk>"]
+    return self.special_ids[self._unk]
 
   def tokenize(self, text: Union[str, bytes], sample: bool = False) -> List[str]:
-    """Normalized, SentencePiece-encoded pieces of `text` (str or UTF-8 bytes)."""
+    """The tokens of `text` (str or UTF-8 bytes).
+
+    `sample` draws a SentencePiece segmentation (subword regularization);
+    WordPiece has one segmentation only.
+    """
+    if self.sp_model is None:
+      return [piece for token in self.basic_tokenizer.tokenize(text)
+              for piece in self.wordpiece_tokenizer.tokenize_word(token)]
     return encode_pieces(self.sp_model, preprocess_text(text, lower=self.do_lower_case), sample)
 
   def tokenize_with_offsets(self, text: str) -> Tuple[List[str], List[int], List[int]]:
@@ -193,8 +223,13 @@ class FullTokenizer:
 
     Piece k covers `text[starts[k]:ends[k]]` without the whitespace its
     leading "▁" stands for; pieces that cover no character of their own
-    (a lone "▁") have starts[k] == ends[k].
+    (a lone "▁") have starts[k] == ends[k]. A WordPiece token covers the
+    characters of its word's part (`##` excluded); all pieces of a word that
+    became [UNK] cover the whole word.
     """
+    if self.sp_model is None:
+      return self._wordpiece_with_offsets(convert_to_unicode(text) if isinstance(text, bytes)
+                                          else text)
     normalized, char_starts, char_ends = normalize_with_offsets(text, self.do_lower_case)
 
     spans = []                 # (piece, first, last + 1) in normalized characters
@@ -235,12 +270,31 @@ class FullTokenizer:
         ends.append(anchor)
     return pieces, starts, ends
 
+  def _wordpiece_with_offsets(self, text: str) -> Tuple[List[str], List[int], List[int]]:
+    pieces, starts, ends = [], [], []
+    for token, start, end in self.basic_tokenizer.tokenize_with_offsets(text):
+      word_pieces = self.wordpiece_tokenizer.tokenize_word(token)
+      # Each piece's characters, when the token has one character per original character.
+      exact = word_pieces != [self.wordpiece_tokenizer.unk_token] and end - start == len(token)
+      position = start
+      for i, piece in enumerate(word_pieces):
+        length = len(piece) - 2 if i else len(piece)        # "##" is not in the text
+        pieces.append(piece)
+        starts.append(position if exact else start)
+        ends.append(position + length if exact else end)
+        position += length
+    return pieces, starts, ends
+
   def encode(self, text: Union[str, bytes]) -> List[int]:
     """Ids of `tokenize(text)`."""
     return self.convert_tokens_to_ids(self.tokenize(text))
 
   def convert_tokens_to_ids(self, tokens: Sequence[str]) -> List[int]:
+    if self.sp_model is None:
+      return convert_by_vocab(self.vocab, tokens)
     return [self.sp_model.PieceToId(t) for t in tokens]
 
   def convert_ids_to_tokens(self, ids: Sequence[int]) -> List[str]:
+    if self.sp_model is None:
+      return convert_by_vocab(self.inv_vocab, [int(i) for i in ids])
     return [self.sp_model.IdToPiece(int(i)) for i in ids]
