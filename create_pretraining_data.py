@@ -5,7 +5,9 @@
       --spm_model_file=30k-clean.model --max_seq_length=512 --max_predictions_per_seq=20 \
       --dupe_factor=40 --num_workers=8
 
-Input: one sentence per line, a blank line between documents. The output has
+A WordPiece vocabulary (the Chinese releases' vocab_chinese.txt) goes in
+--vocab_file instead of --spm_model_file. Input: one sentence per line, a
+blank line between documents. The output has
 the original tool's features (input_ids, input_mask, segment_ids,
 token_boundary, masked_lm_*, next_sentence_labels).
 """

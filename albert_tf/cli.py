@@ -111,8 +111,6 @@ TPU_FLAGS = {
     "iterations_per_loop": Original(int, 1000, "ignored: the Keras loop runs one step per call "
                                     "(no TPUEstimator host loop)"),
 }
-VOCAB_FILE = {"vocab_file": Original(str, None, "ignored: ALBERT's vocabulary is "
-                                     "--spm_model_file")}
 
 
 def define_flags(options_type, flag_values: flags.FlagValues = flags.FLAGS,

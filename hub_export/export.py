@@ -1,6 +1,7 @@
 """Exports ALBERT as TF-Hub SavedModels: the encoder and/or the text preprocessor.
 
-From a released model directory (albert_config.json, 30k-clean.model, model.ckpt-best):
+From a released model directory (albert_config.json, 30k-clean.model or, in the
+Chinese releases, vocab_chinese.txt, and model.ckpt-best):
 
   python hub_export/export.py --albert_directory=albert_base \
       --export_path=hub/albert_base --export_preprocessing_path=hub/albert_preprocess
@@ -10,6 +11,8 @@ or from explicit files (original TF1 checkpoints and albert_tf's own both load):
   python hub_export/export.py --albert_config_file=out/albert_config.json \
       --init_checkpoint=out/model.ckpt-best --spm_model_file=30k-clean.model \
       --export_path=hub/albert_mine
+
+(`--vocab_file=vocab_chinese.txt` instead of `--spm_model_file` for a WordPiece vocabulary).
 """
 
 from absl import app

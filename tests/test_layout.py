@@ -65,7 +65,7 @@ ORIGINAL_FLAGS = {
                    "middle_only optimizer dropout_prob cached_dir distribution_strategy dtype "
                    "seed log_steps task_name vocab_file train_file eval_file predict_file use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop",
     "hub_export/export.py": "albert_directory checkpoint_name albert_config_file init_checkpoint "
-                            "spm_model_file export_path export_preprocessing_path do_lower_case "
+                            "spm_model_file vocab_file export_path export_preprocessing_path do_lower_case "
                             "default_seq_length overwrite use_einsum",
 }
 
@@ -171,8 +171,9 @@ def test_original_only_flags_are_mapped_noted_or_refused(capsys):
   assert (opts.distribution_strategy, opts.tpu, opts.tpu_zone) == \
       ("tpu", "grpc://10.0.0.2:8470", "us-central1-b")
   out = capsys.readouterr().out.splitlines()
-  for name in ("num_tpu_cores", "iterations_per_loop", "vocab_file"):
+  for name in ("num_tpu_cores", "iterations_per_loop"):
     assert [line for line in out if line.startswith(f"--{name}: ignored")], (name, out)
+  assert opts.vocab_file == "vocab.txt"   # a WordPiece vocabulary, as the original takes it
   assert "--use_tpu: --distribution_strategy=tpu --tpu=grpc://10.0.0.2:8470" in out
 
   values = flags.FlagValues()

@@ -155,3 +155,39 @@ def test_files_format_determinism_and_errors(tmp_path, spm_model, corpus):
     pd.expand_files(f"{corpus},{tmp_path}/missing*.txt")
   with pytest.raises(ValueError, match="--masked_lm_prob"):
     pd.DataOptions(masked_lm_prob=1.5)
+
+
+def test_a_wordpiece_vocabulary_writes_pretraining_data(tmp_path):
+  """create_pretraining_data.py --vocab_file: WordPiece ids, [CLS]/[SEP]/[MASK] of the
+  vocabulary, and (the original's whole-word rule) every CJK character a word of its own."""
+  from common import write_wordpiece_vocab  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  chars = [chr(c) for c in range(0x4E00, 0x4E40)]
+  lines = ["".join(rng.choice(chars, rng.integers(8, 20))) + " module data" for _ in range(60)]
+  text = tmp_path / "zh.txt"
+  text.write_text("\n".join(lines[:30]) + "\n\n" + "\n".join(lines[30:]) + "\n", encoding="utf-8")
+  vocab_file = write_wordpiece_vocab(tmp_path / "vocab_chinese.txt", lines)
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file)
+  out = tmp_path / "zh.tfrecord"
+  opts = pd.CreationOptions(input_file=str(text), output_file=str(out), vocab_file=vocab_file,
+                            max_seq_length=48, max_predictions_per_seq=8, dupe_factor=2,
+                            progress=False)
+  stats = pd.create(opts)
+  assert stats["instances"] > 0
+  words = 0
+  for record in tf.data.TFRecordDataset([str(out)]):
+    example = tf.io.parse_single_example(record, pd.feature_spec(48, 8))
+    ids = [int(i) for i, m in zip(example["input_ids"], example["input_mask"]) if m]
+    assert ids[0] == tokenizer.cls_id and ids[-1] == tokenizer.sep_id
+    masked = {int(p) for p, w in zip(example["masked_lm_positions"],
+                                     example["masked_lm_weights"]) if w}
+    tokens = [t for i, t in enumerate(tokenizer.convert_ids_to_tokens(ids)) if i not in masked]
+    boundary = [b for i, b in enumerate(example["token_boundary"].numpy()) if i not in masked]
+    cjk = [b for t, b in zip(tokens, boundary) if "\u4e00" <= t <= "\u9fff"]
+    assert all(b == 1 for b in cjk)
+    words += len(cjk)
+    assert tokenizer.mask_id in ids or not int(example["masked_lm_weights"].numpy().sum())
+  assert words > 100
+  with pytest.raises(ValueError, match="exactly one of --spm_model_file .* and --vocab_file"):
+    pd.create(pd.CreationOptions(input_file=str(text), output_file=str(tmp_path / "x"),
+                                 progress=False))

@@ -232,3 +232,25 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(tmp_path, spm_mod
   widths = {int(b["input_word_ids"].shape[-1]) for b in race.dataset(
       run.records["dev"], 128, 2, is_training=False, bucket_by_length=True)}
   assert min(widths) < 128, widths
+
+
+def test_a_wordpiece_vocabulary_packs_chinese_questions(tmp_path):
+  """RACE-format data with a WordPiece vocabulary: the WordPiece [CLS]/[SEP]/[PAD] ids and
+  Chinese text without spaces, one token per character."""
+  from common import write_wordpiece_vocab  # pylint: disable=import-outside-toplevel
+  article = "\u5c0f\u660e\u6bcf\u5929\u9a91\u81ea\u884c\u8f66\u53bb\u5b66\u6821\u3002"
+  options = ["\u5b66\u6821", "\u516c\u56ed", "\u5546\u5e97", "\u533b\u9662"]
+  question = "\u5c0f\u660e\u9a91\u81ea\u884c\u8f66\u53bb _ \u3002"
+  vocab_file = write_wordpiece_vocab(tmp_path / "vocab_chinese.txt",
+                                     [article, question] + options, max_words=0)
+  tokenizer = FullTokenizer(vocab_file=vocab_file)
+  example = race.RaceExample("zh-0", "middle", article, question, options, 0)
+  (features,) = race.convert_examples([example], tokenizer, 40, 12)
+  rows = np.reshape(features["input_ids"], [4, 40])
+  for row, option in zip(rows, options):
+    filled = race.qa_text(question, option)
+    want = [tokenizer.cls_id] + tokenizer.encode(article) + [tokenizer.sep_id] + \
+        tokenizer.encode(filled)[-12:] + [tokenizer.sep_id]
+    assert list(row[:len(want)]) == want and set(row[len(want):]) <= {tokenizer.pad_id}
+    assert len(tokenizer.encode(article)) == len(article)       # a token per character
+  assert tokenizer.unk_id not in rows[0].tolist() and tokenizer.pad_id == 0

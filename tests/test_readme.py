@@ -15,7 +15,7 @@ from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretr
 from albert_tf import save_original_checkpoint
 from albert_tf.hub import export
 from albert_tf.text.tokenization import FullTokenizer
-from common import TINY
+from common import TINY, write_wordpiece_vocab
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
@@ -48,6 +48,9 @@ def paths(tmp_path_factory, spm_model):
   export.export_encoder(pretrainer, str(root / "hub" / "albert_base"), spm_model_file=spm_model)
   export.export_preprocessor(spm_model, str(root / "hub" / "albert_preprocess"),
                              default_seq_length=128)
+  zh = root / "albert_base_zh"
+  zh.mkdir()
+  write_wordpiece_vocab(zh / "vocab_chinese.txt", ["2008年北京奥运会, Michael Phelps!"])
   classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), num_classes=2)
   export.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
                            FullTokenizer(spm_model_file=spm_model), 32, ("0", "1"))

@@ -527,3 +527,29 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(squad_files, tmp_
                        is_training=False, bucket_by_length=True)
   widths = {int(b["input_word_ids"].shape[1]) for b in data}
   assert min(widths) < 128, widths
+
+
+def test_chinese_contexts_with_a_wordpiece_vocabulary_map_answers_to_their_characters(tmp_path):
+  """CMRC 2018 and DRCD use SQuAD v1.1's JSON with contexts written without spaces: each CJK
+  character is a token, so answers inside a run of them, or beside Latin text, come back
+  as exactly their characters."""
+  from common import write_wordpiece_vocab  # pylint: disable=import-outside-toplevel
+  context = ("2008\u5e74\u5317\u4eac\u5965\u8fd0\u4f1a\u4e8e8\u67088\u65e5\u5728\u5317\u4eac"
+             "\u5f00\u5e55\uff0cMichael Phelps\u83b7\u5f97\u4e868\u679a\u91d1\u724c\u3002"
+             "\u4ed6\u5728\u6c34\u7acb\u65b9\uff08Water Cube\uff09\u6bd4\u8d5b\u3002")
+  answers = ["\u5317\u4eac\u5965\u8fd0\u4f1a",       # inside a run of CJK characters
+             "\u5965\u8fd0",                           # in the middle of that run
+             "Michael Phelps",                         # Latin between CJK characters
+             "8\u679a\u91d1\u724c",                    # a digit, then CJK
+             "Phelps\u83b7\u5f97",                     # across the Latin/CJK boundary
+             "Water Cube"]                             # inside full-width brackets
+  # Characters only (no whole words): Latin words become several "##" pieces or [UNK].
+  vocab_file = write_wordpiece_vocab(tmp_path / "vocab_chinese.txt", [context], max_words=0)
+  tokenizer = FullTokenizer(vocab_file=str(vocab_file))
+  pieces = tokenizer.tokenize(context)
+  assert sum(p.startswith("##") for p in pieces) >= 5 and "[UNK]" in pieces
+  examples = _examples_with_answers([(context, a) for a in answers])
+  pairs = _round_trip(examples, tokenizer, max_seq_length=48, doc_stride=8)
+  assert sorted({a for a, _ in pairs}) == sorted(answers)
+  for answer, text in pairs:
+    assert text == answer

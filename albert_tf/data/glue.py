@@ -241,7 +241,7 @@ def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTo
   """The TFRecord of a split's features in `cached_dir`, built once per (file contents,
   vocabulary, settings): its name carries their fingerprint."""
   key = fingerprint(tokenizer.do_lower_case, max_seq_length, task.name, skip_malformed_rows,
-                    files=[split_path(data_dir, task, split), tokenizer.spm_model_file])
+                    files=[split_path(data_dir, task, split), tokenizer.vocabulary_file])
   os.makedirs(cached_dir, exist_ok=True)
   record = os.path.join(cached_dir, f"{task.name.lower()}_{split}_{key}.tf_record")
   if not os.path.exists(record):

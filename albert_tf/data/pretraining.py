@@ -273,9 +273,10 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int):
 _WORKER = {}
 
 
-def _init_worker(spm_model_file, do_lower_case, opts):
-  _WORKER["tokenizer"] = tokenization.FullTokenizer(spm_model_file=spm_model_file,
-                                                    do_lower_case=do_lower_case)
+def _init_worker(spm_model_file, do_lower_case, opts, vocab_file=None):
+  _WORKER["tokenizer"] = tokenization.FullTokenizer(vocab_file=vocab_file,
+                                                    do_lower_case=do_lower_case,
+                                                    spm_model_file=spm_model_file)
   _WORKER["opts"] = opts
 
 
@@ -300,10 +301,14 @@ def _file_examples(job):
 
 
 def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
-                           spm_model_file: str, opts: DataOptions, do_lower_case: bool = True,
-                           num_workers: int = 1, overwrite: bool = False,
-                           progress: bool = True) -> dict:
+                           spm_model_file: Optional[str], opts: DataOptions,
+                           do_lower_case: bool = True, num_workers: int = 1,
+                           overwrite: bool = False, progress: bool = True,
+                           vocab_file: Optional[str] = None) -> dict:
   """Writes TFRecord shards of pretraining examples; returns counts.
+
+  The vocabulary is `spm_model_file` (SentencePiece) or, without it,
+  `vocab_file` (WordPiece), as `tokenization.FullTokenizer` takes them.
 
   Input file k is processed with RNGs seeded by (random_seed, k), so output is
   deterministic for a seed whatever `num_workers`. Examples go round-robin
@@ -315,7 +320,8 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
     raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
                           "pass --overwrite to replace it")
   # Fails early, naming the file, if the model is unreadable; reused when num_workers == 1.
-  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                         spm_model_file=spm_model_file)
   for f in output_files:
     os.makedirs(os.path.dirname(os.path.abspath(f)), exist_ok=True)
   totals = collections.Counter()
@@ -325,7 +331,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
   pool = None
   if num_workers > 1:
     pool = multiprocessing.get_context("spawn").Pool(
-        num_workers, _init_worker, (spm_model_file, do_lower_case, opts))
+        num_workers, _init_worker, (spm_model_file, do_lower_case, opts, vocab_file))
     results: Iterator = pool.imap(_file_examples, jobs)
   else:
     _WORKER.update(tokenizer=tokenizer, opts=opts)
@@ -401,8 +407,9 @@ class CreationOptions(DataOptions):
   """create_pretraining_data.py's flags: the files, and the knobs of DataOptions."""
   input_file: str = option(help="Input text files: comma-separated paths or globs.")
   output_file: str = option(help="Output TFRecord files, comma-separated (shards).")
-  spm_model_file: str = option(help="SentencePiece model of the vocabulary.")
-  vocab_file: Optional[str] = option(None, "Unused; accepted for the original's command lines.")
+  spm_model_file: Optional[str] = option(None, "SentencePiece model of the vocabulary.")
+  vocab_file: Optional[str] = option(None, "WordPiece vocabulary (vocab_chinese.txt), instead "
+                                     "of --spm_model_file.")
   do_lower_case: bool = option(True, "Lower-case the input text.")
   num_workers: int = option(1, "Processes working on input files in parallel.", at_least=1)
   overwrite: bool = option(False, "Replace existing output files.")
@@ -414,10 +421,14 @@ def create(opts: CreationOptions) -> dict:
   started = time.time()
   knobs = DataOptions(**{f.name: getattr(opts, f.name) for f in dataclasses.fields(DataOptions)})
   outputs = [f.strip() for f in opts.output_file.split(",") if f.strip()]
+  if bool(opts.spm_model_file) == bool(opts.vocab_file):
+    raise ValueError("pass exactly one of --spm_model_file (a SentencePiece model such as "
+                     "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "
+                     "vocab_chinese.txt)")
   stats = write_pretraining_data(expand_files(opts.input_file), outputs, opts.spm_model_file,
                                  knobs, do_lower_case=opts.do_lower_case,
                                  num_workers=opts.num_workers, overwrite=opts.overwrite,
-                                 progress=opts.progress)
+                                 progress=opts.progress, vocab_file=opts.vocab_file)
   print(f"Wrote {stats.get('instances', 0)} examples from {stats['files']} files "
         f"({stats.get('documents', 0)} documents) to {len(outputs)} files in "
         f"{time.time() - started:.1f} s; masked {stats.get('masked', 0)} of "

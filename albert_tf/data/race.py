@@ -169,7 +169,7 @@ def cached_features(data_dir: str, split: str, levels: Sequence[str], examples, 
                     progress: bool = True) -> str:
   """TFRecord of a split's features in `cached_dir`, built once per (files, vocabulary,
   settings): the name carries a fingerprint of all three."""
-  files = [f for _, f in split_files(data_dir, split, levels)] + [tokenizer.spm_model_file]
+  files = [f for _, f in split_files(data_dir, split, levels)] + [tokenizer.vocabulary_file]
   key = fingerprint(tokenizer.do_lower_case, max_seq_length, max_qa_length, files=files)
   os.makedirs(cached_dir, exist_ok=True)
   record = os.path.join(cached_dir, f"race_{split}_{'_'.join(levels)}_{key}.tf_record")

@@ -281,7 +281,7 @@ def convert_examples(examples: Sequence[SquadExample], tokenizer: FullTokenizer,
 def fingerprint(json_path: str, tokenizer: FullTokenizer, *settings) -> str:
   """Identifies a feature file's inputs: the JSON's and vocabulary's contents and the settings."""
   return files_lib.fingerprint(tokenizer.do_lower_case, *settings,
-                               files=[json_path, tokenizer.spm_model_file], length=16)
+                               files=[json_path, tokenizer.vocabulary_file], length=16)
 
 
 def write_features(converted: Iterator[Tuple[Dict[str, list], dict]], record_path: str,

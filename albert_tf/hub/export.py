@@ -9,7 +9,8 @@ root takes a dict of int32 [batch, seq] `input_word_ids`, `input_mask`,
 `encoder_outputs` and `default` (= pooled_output); it loads with
 `hub.KerasLayer(path, trainable=True)`. `obj.mlm` additionally takes
 `masked_lm_positions` and adds `mlm_logits`; `obj.sop` adds `sop_logits`.
-It carries `albert_config_file` and `sp_model_file` (assets) and
+It carries `albert_config_file` and its vocabulary, `sp_model_file` (a
+SentencePiece model) or `vocab_file` (a WordPiece vocabulary), as assets, and
 `do_lower_case` (a variable).
 
 The preprocessor SavedModel follows the TF-Hub text-preprocessing convention:
@@ -17,7 +18,7 @@ the root maps a batch of strings [B] to the three int32 inputs at
 `default_seq_length`; `obj.tokenize(strings)` returns ids [B, (T)];
 `obj.tokenize.get_special_tokens_dict()` returns `vocab_size`,
 `start_of_sequence_id` ([CLS]), `end_of_segment_id` ([SEP]), `padding_id`
-(<pad>) and `mask_id` ([MASK]); `obj.bert_pack_inputs([a] or [a, b],
+(<pad>, or [PAD] = 0 for WordPiece) and `mask_id` ([MASK]); `obj.bert_pack_inputs([a] or [a, b],
 seq_length=N)` packs one or two tokenized segments.
 """
 
@@ -117,10 +118,9 @@ class _Tokenize(tf.Module):
   def __init__(self, tokenizer: AlbertTokenizer):
     super().__init__(name="tokenize")
     self._tokenizer = tokenizer
-    ids = tokenizer.special_ids
-    self._special = dict(vocab_size=tokenizer.vocab_size, start_of_sequence_id=ids["[CLS]"],
-                         end_of_segment_id=ids["[SEP]"], padding_id=ids["<pad>"],
-                         mask_id=ids["[MASK]"])
+    self._special = dict(vocab_size=tokenizer.vocab_size, start_of_sequence_id=tokenizer.cls_id,
+                         end_of_segment_id=tokenizer.sep_id, padding_id=tokenizer.pad_id,
+                         mask_id=tokenizer.mask_id)
     self.get_special_tokens_dict = tf.function(
         lambda: {k: tf.constant(v, tf.int32) for k, v in self._special.items()},
         input_signature=[], autograph=False)
@@ -156,9 +156,10 @@ class _PackInputs(tf.Module):
 class _Preprocessor(tf.Module):
   """The preprocessor SavedModel's root: strings [B] -> the encoder's three inputs."""
 
-  def __init__(self, spm_model_file: str, do_lower_case: bool, default_seq_length: int):
+  def __init__(self, spm_model_file: Optional[str], do_lower_case: bool,
+               default_seq_length: int, vocab_file: Optional[str] = None):
     super().__init__(name="albert_preprocessor")
-    self.tokenize = _Tokenize(AlbertTokenizer(spm_model_file, do_lower_case))
+    self.tokenize = _Tokenize(AlbertTokenizer(spm_model_file, do_lower_case, vocab_file))
     self.bert_pack_inputs = _PackInputs(self.tokenize._special, default_seq_length)
     self.bert_pack_inputs.trace()
     self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
@@ -224,22 +225,32 @@ def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _asset(spm_model_file: str, staging: str) -> tf.saved_model.Asset:
-  local = os.path.join(staging, os.path.basename(spm_model_file))
-  shutil.copyfile(spm_model_file, local)
+def _asset(path: str, staging: str) -> tf.saved_model.Asset:
+  local = os.path.join(staging, os.path.basename(path))
+  shutil.copyfile(path, local)
   return tf.saved_model.Asset(local)
+
+
+def _attach_vocabulary(root, staging: str, spm_model_file: Optional[str],
+                       vocab_file: Optional[str]) -> None:
+  """The vocabulary as an asset: `sp_model_file` (SentencePiece) or `vocab_file` (WordPiece)."""
+  if spm_model_file:
+    root.sp_model_file = _asset(spm_model_file, staging)
+  elif vocab_file:
+    root.vocab_file = _asset(vocab_file, staging)
 
 
 def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
                    spm_model_file: Optional[str] = None, do_lower_case: bool = True,
-                   overwrite: bool = False) -> str:
+                   overwrite: bool = False, vocab_file: Optional[str] = None) -> str:
   """Writes the TF-Hub encoder SavedModel of `pretrainer` to `export_path`.
 
   Args:
     pretrainer: the model whose encoder and MLM/SOP heads are exported.
     export_path: target directory; refused if it exists and is not empty,
       unless `overwrite`.
-    spm_model_file: the SentencePiece model, saved as the `sp_model_file` asset.
+    spm_model_file: the SentencePiece model, saved as the `sp_model_file` asset; or
+    vocab_file: the WordPiece vocabulary, saved as the `vocab_file` asset.
     do_lower_case: saved as the `do_lower_case` variable.
     overwrite: replace an existing export (only once the new one is complete).
 
@@ -252,8 +263,7 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
     config_file = os.path.join(staging, "albert_config.json")
     pretrainer.config.to_json_file(config_file)
     model.albert_config_file = tf.saved_model.Asset(config_file)
-    if spm_model_file:
-      model.sp_model_file = _asset(spm_model_file, staging)
+    _attach_vocabulary(model, staging, spm_model_file, vocab_file)
     model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     c = pretrainer.config
     serve = _serving_signature(model.encoder, c.num_hidden_layers * c.inner_group_num)
@@ -262,12 +272,14 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
   return export_path
 
 
-def export_preprocessor(spm_model_file: str, export_path: str, do_lower_case: bool = True,
-                        default_seq_length: int = 128, overwrite: bool = False) -> str:
-  """Writes the TF-Hub text-preprocessing SavedModel for `spm_model_file` to `export_path`.
+def export_preprocessor(spm_model_file: Optional[str], export_path: str,
+                        do_lower_case: bool = True, default_seq_length: int = 128,
+                        overwrite: bool = False, vocab_file: Optional[str] = None) -> str:
+  """Writes the TF-Hub text-preprocessing SavedModel of a vocabulary to `export_path`.
 
-  Ids are those of `tokenization.FullTokenizer(spm_model_file=...,
-  do_lower_case=...)`; packing is `packing.pack_inputs`.
+  Ids are those of `tokenization.FullTokenizer(vocab_file, do_lower_case,
+  spm_model_file)` (SentencePiece if `spm_model_file`, else WordPiece); packing
+  is `packing.pack_inputs`.
 
   Returns:
     The absolute export path.
@@ -276,8 +288,8 @@ def export_preprocessor(spm_model_file: str, export_path: str, do_lower_case: bo
     raise ValueError(f"--default_seq_length must be at least 3, got {default_seq_length}")
   export_path = os.path.abspath(export_path)
   with _atomic_export(export_path, overwrite) as (saved, staging):
-    root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length)
-    root.sp_model_file = _asset(spm_model_file, staging)
+    root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length, vocab_file)
+    _attach_vocabulary(root, staging, spm_model_file, vocab_file)
     tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
   logging.info("Exported the ALBERT preprocessor SavedModel to %s", export_path)
   return export_path
@@ -290,9 +302,8 @@ class _ServingClassifier(tf.Module):
                labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None):
     super().__init__(name="albert_classifier")
     self.model, self.tokenizer, self._threshold = model, tokenizer, threshold
-    ids = tokenizer.special_ids
-    self._pack = lambda segments: pack_segments(segments, seq_length, ids["[CLS]"],
-                                                ids["[SEP]"], ids["<pad>"])
+    self._pack = lambda segments: pack_segments(segments, seq_length, tokenizer.cls_id,
+                                                tokenizer.sep_id, tokenizer.pad_id)
     self._labels = labels
 
   def classify(self, segments):
@@ -326,8 +337,9 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
   export_path = os.path.abspath(export_path)
   with _atomic_export(export_path, overwrite) as (saved, staging):
     root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
-                                                     tokenizer.do_lower_case), seq_length, labels,
-                              threshold)
+                                                     tokenizer.do_lower_case,
+                                                     tokenizer.vocab_file),
+                              seq_length, labels, threshold)
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
     if pairs:
       root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
@@ -335,7 +347,7 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     else:
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
                                   input_signature=[spec("sentence1")])
-    root.sp_model_file = _asset(tokenizer.spm_model_file, staging)
+    _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
     tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
     with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
       json.dump(dict(kind="classifier", **(record or {})), f, indent=2, sort_keys=True)
@@ -351,14 +363,16 @@ def export_from_sources(export_path: Optional[str] = None,
                         albert_config_file: Optional[str] = None,
                         init_checkpoint: Optional[str] = None,
                         spm_model_file: Optional[str] = None,
+                        vocab_file: Optional[str] = None,
                         checkpoint_name: str = "model.ckpt-best", do_lower_case: bool = True,
                         default_seq_length: Optional[int] = None,
                         overwrite: bool = False) -> Dict[str, str]:
   """What `hub_export/export.py` does; arguments are its flags.
 
   Files default to the released layout of `albert_directory`
-  (`albert_config.json`, `30k-clean.model`, `checkpoint_name`); explicit
-  ones take precedence. `init_checkpoint="none"` exports fresh weights.
+  (`albert_config.json`, `30k-clean.model` or, in the Chinese releases,
+  `vocab_chinese.txt`, and `checkpoint_name`); explicit ones take precedence.
+  At most one of `spm_model_file` and `vocab_file`. `init_checkpoint="none"` exports fresh weights.
   Every input is checked, and both targets, before anything is written.
   `default_seq_length` (the preprocessor's packing length) defaults to 128, or
   the model's max_position_embeddings when that is smaller; a larger value is
@@ -373,14 +387,19 @@ def export_from_sources(export_path: Optional[str] = None,
     if not os.path.isdir(albert_directory):
       raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
     albert_config_file = albert_config_file or os.path.join(albert_directory, "albert_config.json")
-    spm_model_file = spm_model_file or os.path.join(albert_directory, "30k-clean.model")
+    if not (spm_model_file or vocab_file):
+      spm_model_file, vocab_file = released_vocabulary(albert_directory)
     init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
   for flag, path in (("export_path", export_path),
                      ("export_preprocessing_path", export_preprocessing_path)):
     if path:
       check_export_target(path, overwrite, f"--{flag}")
-  if export_preprocessing_path and not spm_model_file:
-    raise ValueError("--export_preprocessing_path needs --spm_model_file (or --albert_directory)")
+  if spm_model_file and vocab_file:
+    raise ValueError("pass one of --spm_model_file (SentencePiece) and --vocab_file "
+                     "(WordPiece), not both")
+  if export_preprocessing_path and not (spm_model_file or vocab_file):
+    raise ValueError("--export_preprocessing_path needs --spm_model_file or --vocab_file (or "
+                     "--albert_directory)")
   if export_path and not (albert_config_file and init_checkpoint):
     raise ValueError("--export_path needs --albert_config_file and --init_checkpoint (or "
                      "--albert_directory); --init_checkpoint=none exports random weights")
@@ -393,19 +412,19 @@ def export_from_sources(export_path: Optional[str] = None,
                        f"max_position_embeddings={limit} ({albert_config_file})")
     default_seq_length = default_seq_length or min(128, limit)
   default_seq_length = default_seq_length or 128
-  if export_path and not spm_model_file:
-    message = (f"exporting {export_path} without a vocabulary (no --spm_model_file): "
-               "--spm_model_file=from_tf_hub cannot be used with it")
+  if export_path and not (spm_model_file or vocab_file):
+    message = (f"exporting {export_path} without a vocabulary (no --spm_model_file or "
+               "--vocab_file): --spm_model_file=from_tf_hub cannot be used with it")
     logging.warning(message)
     print(f"Warning: {message}")
   vocab_size = None
-  if spm_model_file:
-    vocab_size = FullTokenizer(spm_model_file=spm_model_file,
-                               do_lower_case=do_lower_case).vocab_size
+  if spm_model_file or vocab_file:
+    vocab_size = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                               spm_model_file=spm_model_file).vocab_size
   written = {}
   if export_path:
     if vocab_size is not None and vocab_size != config.vocab_size:
-      raise ValueError(f"the vocabulary {spm_model_file} has {vocab_size} pieces but "
+      raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} entries but "
                        f"{albert_config_file} says vocab_size={config.vocab_size}")
     model = AlbertPretrainer(config)
     if init_checkpoint.lower() == "none":
@@ -417,12 +436,24 @@ def export_from_sources(export_path: Optional[str] = None,
         raise ValueError(f"cannot read checkpoint {init_checkpoint}: {e.message}") from None
       logging.info("Restored %d variables from %s", len(report.loaded), report.path)
     written["encoder"] = export_encoder(model, export_path, spm_model_file=spm_model_file,
-                                        do_lower_case=do_lower_case, overwrite=overwrite)
+                                        do_lower_case=do_lower_case, overwrite=overwrite,
+                                        vocab_file=vocab_file)
   if export_preprocessing_path:
     written["preprocessor"] = export_preprocessor(
         spm_model_file, export_preprocessing_path, do_lower_case=do_lower_case,
-        default_seq_length=default_seq_length, overwrite=overwrite)
+        default_seq_length=default_seq_length, overwrite=overwrite, vocab_file=vocab_file)
   return written
+
+
+def released_vocabulary(albert_directory: str) -> Tuple[Optional[str], Optional[str]]:
+  """(spm_model_file, vocab_file) of a released model directory: `30k-clean.model` (the
+  English releases) or `vocab_chinese.txt` (the Chinese ones); refused if it has neither."""
+  for name, kind in (("30k-clean.model", 0), ("vocab_chinese.txt", 1)):
+    path = os.path.join(albert_directory, name)
+    if os.path.exists(path):
+      return (path, None) if kind == 0 else (None, path)
+  raise FileNotFoundError(f"--albert_directory={albert_directory} has neither 30k-clean.model "
+                          "nor vocab_chinese.txt; pass --spm_model_file or --vocab_file")
 
 
 # Flags of the original export_to_tfhub.py that are not options here.
@@ -436,7 +467,8 @@ ORIGINAL_FLAGS = {
 class ExportOptions(Checked):
   """hub_export/export.py's flags."""
   albert_directory: Optional[str] = option(
-      None, "A released model directory: albert_config.json, 30k-clean.model and the "
+      None, "A released model directory: albert_config.json, 30k-clean.model (or "
+      "vocab_chinese.txt) and the "
       "checkpoint named by --checkpoint_name. Explicit file flags take precedence.")
   checkpoint_name: str = option("model.ckpt-best", "Checkpoint prefix in --albert_directory.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
@@ -444,6 +476,8 @@ class ExportOptions(Checked):
       None, "Checkpoint (prefix or directory), original TF1 names or albert_tf's own; 'none' "
       "exports freshly initialized weights.")
   spm_model_file: Optional[str] = option(None, "SentencePiece model of the vocabulary.")
+  vocab_file: Optional[str] = option(None, "WordPiece vocabulary (vocab_chinese.txt), instead "
+                                     "of --spm_model_file.")
   export_path: Optional[str] = option(None, "Directory for the encoder SavedModel.")
   export_preprocessing_path: Optional[str] = option(None, "Directory for the preprocessor "
                                                     "SavedModel.")

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
 
-FROM_TF_HUB = "from_tf_hub"   # --spm_model_file value: take the vocabulary from the SavedModel
+FROM_TF_HUB = "from_tf_hub"   # --spm_model_file / --vocab_file value: the SavedModel's vocabulary
 
 
 def load_saved_model(handle):
@@ -20,19 +20,24 @@ def load_saved_model(handle):
   return tf.saved_model.load(handle)
 
 
-def spm_model_from_hub(handle, path: Optional[str] = None) -> Tuple[str, bool]:
-  """(path of the SentencePiece model, do_lower_case) stored in an exported SavedModel
-  (a path, or the object `load_saved_model` returned; `path` names it in errors).
+def vocabulary_from_hub(handle, path: Optional[str] = None
+                        ) -> Tuple[Optional[str], Optional[str], bool]:
+  """(SentencePiece model, WordPiece vocabulary, do_lower_case) stored in an exported
+  SavedModel (a path, or the object `load_saved_model` returned; `path` names it in
+  errors): one of the two files is None, the `sp_model_file` or `vocab_file` asset.
 
-  This is what `--spm_model_file=from_tf_hub` resolves to.
+  This is what `--spm_model_file=from_tf_hub` (or `--vocab_file=from_tf_hub`) resolves to.
   """
   loaded = load_saved_model(handle)
-  if not hasattr(loaded, "sp_model_file"):
+  if not (hasattr(loaded, "sp_model_file") or hasattr(loaded, "vocab_file")):
     where = path or (handle if isinstance(handle, str) else "the encoder SavedModel")
     raise ValueError(f"{where} holds no vocabulary (it was exported without "
-                     "--spm_model_file); pass --spm_model_file=PATH instead of from_tf_hub")
+                     "--spm_model_file or --vocab_file); pass --spm_model_file=PATH or "
+                     "--vocab_file=PATH instead of from_tf_hub")
   do_lower_case = bool(loaded.do_lower_case.numpy()) if hasattr(loaded, "do_lower_case") else True
-  return loaded.sp_model_file.asset_path.numpy().decode(), do_lower_case
+  files = [getattr(loaded, name).asset_path.numpy().decode() if hasattr(loaded, name) else None
+           for name in ("sp_model_file", "vocab_file")]
+  return files[0], files[1], do_lower_case
 
 
 def config_from_hub(handle) -> AlbertConfig:

@@ -22,7 +22,7 @@ from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlo
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, spm_model_from_hub
+from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, vocabulary_from_hub
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
 from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, mean_per_example,
@@ -68,7 +68,11 @@ class ModelOptions(Checked):
                                           "start from.")
   albert_hub_module_handle: Optional[str] = option(
       None, "An encoder SavedModel written by hub_export/export.py.")
-  spm_model_file: Optional[str] = option(None, "SentencePiece model, or from_tf_hub.")
+  spm_model_file: Optional[str] = option(None, "SentencePiece model (30k-clean.model), or "
+                                         "from_tf_hub.")
+  vocab_file: Optional[str] = option(None, "WordPiece vocabulary (the Chinese releases' "
+                                     "vocab_chinese.txt), or from_tf_hub; instead of "
+                                     "--spm_model_file.")
   do_lower_case: bool = option(True, "Lower-case the input (every released model does).")
 
 
@@ -134,7 +138,8 @@ class ModelSource:
     """What identifies the model and vocabulary in run_config.json."""
     return dict(model=self.config.to_dict(),
                 hub=os.path.abspath(self.hub_handle) if self.hub_handle else None,
-                spm_model_file=os.path.abspath(self.tokenizer.spm_model_file),
+                **{("spm_model_file" if self.tokenizer.spm_model_file else "vocab_file"):
+                   os.path.abspath(self.tokenizer.vocabulary_file)},
                 do_lower_case=self.tokenizer.do_lower_case)
 
 
@@ -142,8 +147,9 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   """Reads and cross-checks the model flags; every error names the flag or file.
 
   Checks: exactly one model description (config file or hub handle), the
-  checkpoint exists, the SentencePiece model loads and its size equals the
-  model's vocab_size, and max_seq_length fits max_position_embeddings.
+  checkpoint exists, exactly one vocabulary (SentencePiece or WordPiece), it
+  loads and its size equals the model's vocab_size, and max_seq_length fits
+  max_position_embeddings.
   """
   hub_handle, spm_model_file = opts.albert_hub_module_handle, opts.spm_model_file
   do_lower_case = opts.do_lower_case
@@ -164,26 +170,39 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")
-  if not spm_model_file:
-    raise ValueError("--spm_model_file is required (a path, or from_tf_hub with "
-                     "--albert_hub_module_handle)")
-  if spm_model_file == FROM_TF_HUB:
-    if not hub_handle:
-      raise ValueError("--spm_model_file=from_tf_hub needs --albert_hub_module_handle")
-    spm_model_file, do_lower_case = spm_model_from_hub(hub_module, hub_handle)
-  elif not os.path.exists(spm_model_file):
-    raise FileNotFoundError(f"--spm_model_file={spm_model_file} not found")
-  tokenizer = FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+  tokenizer = _tokenizer(opts, hub_handle, hub_module if hub_handle else None)
   if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"the vocabulary {spm_model_file} has {tokenizer.vocab_size} pieces but the "
-                     f"model's vocab_size is {config.vocab_size}; use the model's own "
-                     "SentencePiece model")
+    flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
+    raise ValueError(f"the vocabulary {tokenizer.vocabulary_file} has {tokenizer.vocab_size} "
+                     f"entries but the model's vocab_size is {config.vocab_size}; pass the "
+                     f"model's own vocabulary as {flag}")
   if max_seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={max_seq_length} exceeds the model's "
                      f"max_position_embeddings={config.max_position_embeddings}")
   if max_seq_length < 3:
     raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
   return ModelSource(config, tokenizer, hub_handle, init, getattr(opts, "recompute", False))
+
+
+def _tokenizer(opts: ModelOptions, hub_handle: Optional[str], hub_module) -> FullTokenizer:
+  """The FullTokenizer of exactly one of --spm_model_file and --vocab_file."""
+  spm_model_file, vocab_file = opts.spm_model_file, opts.vocab_file
+  if bool(spm_model_file) == bool(vocab_file):
+    raise ValueError("pass exactly one of --spm_model_file (a SentencePiece model such as "
+                     "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "
+                     "vocab_chinese.txt); either may be from_tf_hub with "
+                     "--albert_hub_module_handle")
+  do_lower_case = opts.do_lower_case
+  flag, path = ("--spm_model_file", spm_model_file) if spm_model_file else ("--vocab_file",
+                                                                          vocab_file)
+  if path == FROM_TF_HUB:
+    if not hub_handle:
+      raise ValueError(f"{flag}=from_tf_hub needs --albert_hub_module_handle")
+    spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(hub_module, hub_handle)
+  elif not os.path.exists(path):
+    raise FileNotFoundError(f"{flag}={path} not found")
+  return FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                       spm_model_file=spm_model_file)
 
 
 def training_settings(opts) -> Dict[str, object]:

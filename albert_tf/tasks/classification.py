@@ -16,7 +16,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, option
+from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_open, fingerprint, write_results
 from albert_tf.hub.loading import export_record
@@ -26,7 +26,7 @@ from albert_tf.training import metrics as metrics_lib
 
 
 # Flags of the original run_classifier.py that are not options here.
-ORIGINAL_FLAGS = {**TPU_FLAGS, **VOCAB_FILE}
+ORIGINAL_FLAGS = dict(TPU_FLAGS)
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, Original, option
+from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import race
 from albert_tf.files import write_json, write_results
 from albert_tf.modeling.models import AlbertMultipleChoice
@@ -24,7 +24,7 @@ from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
 # Flags of the original run_race.py that are not options here.
 _CACHED = "ignored: features are cached, fingerprinted, in --cached_dir (default --output_dir)"
 ORIGINAL_FLAGS = {
-    **TPU_FLAGS, **VOCAB_FILE,
+    **TPU_FLAGS,
     "task_name": Original(str, "race", "RACE is the only task", only_default=True),
     "train_file": Original(str, None, _CACHED),
     "eval_file": Original(str, None, _CACHED),

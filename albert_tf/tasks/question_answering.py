@@ -22,7 +22,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.cli import TPU_FLAGS, VOCAB_FILE, option
+from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import squad
 from albert_tf.files import write_json, write_results
 from albert_tf.modeling.models import ENCODER_INPUTS, AlbertQuestionAnswerer
@@ -32,7 +32,7 @@ from albert_tf.progress import progress_bar
 
 
 # Flags of the original run_squad_v1.py / run_squad_v2.py that are not options here.
-ORIGINAL_FLAGS = {**TPU_FLAGS, **VOCAB_FILE}
+ORIGINAL_FLAGS = dict(TPU_FLAGS)
 
 
 @dataclasses.dataclass(kw_only=True)

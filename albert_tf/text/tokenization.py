@@ -188,6 +188,11 @@ class FullTokenizer:
     self.wordpiece_tokenizer = wordpiece.WordpieceTokenizer(vocab=self.vocab)
 
   @property
+  def vocabulary_file(self) -> str:
+    """The file the ids come from: the SentencePiece model or the WordPiece vocabulary."""
+    return self.spm_model_file or self.vocab_file
+
+  @property
   def cls_id(self) -> int:
     return self.special_ids["[CLS]"]
 
