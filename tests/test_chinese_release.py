@@ -17,6 +17,7 @@ import tensorflow_hub as hub
 
 import original_albert
 from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf.hub import loading
 from albert_tf.modeling.checkpoints import load_original_checkpoint
 from albert_tf.tasks import base
 from albert_tf.text.tokenization import FullTokenizer
@@ -158,6 +159,8 @@ def test_export_recognizes_the_release_and_reloads_through_keras(release, tmp_pa
       albert_hub_module_handle=str(tmp_path / "moved_enc"), vocab_file="from_tf_hub"), SEQ)
   assert source.tokenizer.spm_model_file is None
   assert source.tokenizer.encode(texts[0]) == ids[0]
+  with pytest.raises(ValueError, match="WordPiece vocabulary .* use --vocab_file=from_tf_hub"):
+    loading.spm_model_from_hub(str(tmp_path / "moved_enc"), "hub/albert_base_zh")
 
 
 def test_exactly_one_vocabulary_flag(release):

@@ -125,8 +125,8 @@ def test_encoder_savedmodel_assets(released):
   assert config.to_dict() == AlbertConfig.from_dict(released.cfg).to_dict()
   assert loading.config_from_hub(released.encoder).to_dict() == config.to_dict()
   assert bool(loaded.do_lower_case.numpy()) is True
-  spm_path, vocab_path, lower = loading.vocabulary_from_hub(released.encoder)
-  assert lower is True and os.path.basename(spm_path) == "30k-clean.model" and vocab_path is None
+  spm_path, lower = loading.spm_model_from_hub(released.encoder)
+  assert lower is True and os.path.basename(spm_path) == "30k-clean.model"
   with open(spm_path, "rb") as a, open(released.spm_model, "rb") as b:
     assert a.read() == b.read()
 

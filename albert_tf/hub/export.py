@@ -413,8 +413,9 @@ def export_from_sources(export_path: Optional[str] = None,
     default_seq_length = default_seq_length or min(128, limit)
   default_seq_length = default_seq_length or 128
   if export_path and not (spm_model_file or vocab_file):
-    message = (f"exporting {export_path} without a vocabulary (no --spm_model_file or "
-               "--vocab_file): --spm_model_file=from_tf_hub cannot be used with it")
+    message = (f"exporting {export_path} without a vocabulary (no --spm_model_file): "
+               "--spm_model_file=from_tf_hub (or --vocab_file=from_tf_hub) cannot be used "
+               "with it")
     logging.warning(message)
     print(f"Warning: {message}")
   vocab_size = None
@@ -424,7 +425,8 @@ def export_from_sources(export_path: Optional[str] = None,
   written = {}
   if export_path:
     if vocab_size is not None and vocab_size != config.vocab_size:
-      raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} entries but "
+      raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} "
+                       f"{'pieces' if spm_model_file else 'entries'} but "
                        f"{albert_config_file} says vocab_size={config.vocab_size}")
     model = AlbertPretrainer(config)
     if init_checkpoint.lower() == "none":
@@ -446,14 +448,14 @@ def export_from_sources(export_path: Optional[str] = None,
 
 
 def released_vocabulary(albert_directory: str) -> Tuple[Optional[str], Optional[str]]:
-  """(spm_model_file, vocab_file) of a released model directory: `30k-clean.model` (the
-  English releases) or `vocab_chinese.txt` (the Chinese ones); refused if it has neither."""
-  for name, kind in (("30k-clean.model", 0), ("vocab_chinese.txt", 1)):
-    path = os.path.join(albert_directory, name)
-    if os.path.exists(path):
-      return (path, None) if kind == 0 else (None, path)
-  raise FileNotFoundError(f"--albert_directory={albert_directory} has neither 30k-clean.model "
-                          "nor vocab_chinese.txt; pass --spm_model_file or --vocab_file")
+  """(spm_model_file, vocab_file) of a released model directory: `vocab_chinese.txt` where
+  a Chinese release has it, else `30k-clean.model` (the English releases; a missing one is
+  reported when it is read)."""
+  chinese = os.path.join(albert_directory, "vocab_chinese.txt")
+  english = os.path.join(albert_directory, "30k-clean.model")
+  if os.path.exists(chinese) and not os.path.exists(english):
+    return None, chinese
+  return english, None
 
 
 # Flags of the original export_to_tfhub.py that are not options here.

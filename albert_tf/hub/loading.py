@@ -40,6 +40,15 @@ def vocabulary_from_hub(handle, path: Optional[str] = None
   return files[0], files[1], do_lower_case
 
 
+def spm_model_from_hub(handle, path: Optional[str] = None) -> Tuple[str, bool]:
+  """(SentencePiece model, do_lower_case) of an export; refused for a WordPiece one."""
+  spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(handle, path)
+  if not spm_model_file:
+    raise ValueError(f"{path or 'the SavedModel'} holds a WordPiece vocabulary ({vocab_file}), "
+                     "not a SentencePiece model: use --vocab_file=from_tf_hub")
+  return spm_model_file, do_lower_case
+
+
 def config_from_hub(handle) -> AlbertConfig:
   """The AlbertConfig stored in an exported encoder SavedModel (path or loaded object)."""
   loaded = load_saved_model(handle)

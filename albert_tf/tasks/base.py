@@ -173,8 +173,9 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   tokenizer = _tokenizer(opts, hub_handle, hub_module if hub_handle else None)
   if tokenizer.vocab_size != config.vocab_size:
     flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
+    unit = "pieces" if tokenizer.spm_model_file else "entries"
     raise ValueError(f"the vocabulary {tokenizer.vocabulary_file} has {tokenizer.vocab_size} "
-                     f"entries but the model's vocab_size is {config.vocab_size}; pass the "
+                     f"{unit} but the model's vocab_size is {config.vocab_size}; pass the "
                      f"model's own vocabulary as {flag}")
   if max_seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={max_seq_length} exceeds the model's "
