@@ -151,8 +151,7 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   loads and its size equals the model's vocab_size, and max_seq_length fits
   max_position_embeddings.
   """
-  hub_handle, spm_model_file = opts.albert_hub_module_handle, opts.spm_model_file
-  do_lower_case = opts.do_lower_case
+  hub_handle = opts.albert_hub_module_handle
   if hub_handle:
     if not os.path.isdir(hub_handle):
       raise FileNotFoundError(f"--albert_hub_module_handle={hub_handle} is not a "
