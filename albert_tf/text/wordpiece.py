@@ -121,18 +121,23 @@ class BasicTokenizer:
     self.do_lower_case = do_lower_case
 
   def tokenize(self, text: Union[str, bytes]) -> List[str]:
-    return [token for token, _, _ in self.tokenize_with_offsets(convert_to_unicode(text))]
+    """The tokens of `text`, as the original `BasicTokenizer.tokenize`."""
+    return [token for chars, _ in self._words(convert_to_unicode(text))
+            for token in self._split_word(chars)]
 
   def tokenize_with_offsets(self, text: str) -> List[Tuple[str, int, int]]:
-    """(token, start, end) for each token: it comes from `text[start:end]`.
+    """(token, start, end) for each token of `tokenize(text)`: it comes from `text[start:end]`."""
+    return [token for chars, offsets in self._words(text)
+            for token in self._split_word_with_offsets(chars, offsets)]
 
-    The clean-up removes NUL, U+FFFD, control characters and lone
-    surrogates (see `convert_to_unicode`), and turns
-    whitespace into spaces; each CJK ideograph becomes a token; each
-    whitespace-separated word is lower-cased and stripped of accents (with
-    `do_lower_case`) and split around punctuation characters.
+  def _words(self, text: str) -> List[Tuple[str, List[int]]]:
+    """The clean-up and the split into words: (characters, offset of each in `text`).
+
+    NUL, U+FFFD, control characters and lone surrogates (see
+    `convert_to_unicode`) are dropped; whitespace separates words; each CJK
+    ideograph is a word of its own.
     """
-    words, word = [], []       # words: (characters, offset of each character)
+    words, word = [], []
     for i, char in enumerate(text):
       cp = ord(char)
       if cp == 0 or cp == 0xFFFD or _is_control(char) or 0xD800 <= cp <= 0xDFFF:
@@ -147,18 +152,17 @@ class BasicTokenizer:
       word.append((char, i))
     if word:
       words.append(word)
+    return [("".join(c for c, _ in w), [i for _, i in w]) for w in words]
 
-    tokens = []
-    for word in words:
-      chars = "".join(c for c, _ in word)
-      tokens.extend(self._split_word(chars, [i for _, i in word]))
-    return tokens
-
-  def _split_word(self, chars: str, offsets: List[int]) -> List[Tuple[str, int, int]]:
-    """One whitespace-separated word (its characters at `offsets`) -> (token, start, end)."""
+  def _split_word(self, chars: str) -> List[str]:
+    """One word: lower-cased and stripped of accents (with `do_lower_case`), split around
+    punctuation."""
     text = _strip_accents(chars.lower()) if self.do_lower_case else chars
-    expected = " ".join(_split_on_punctuation(text)).split()
-    # The same per character, to know where each token comes from.
+    return " ".join(_split_on_punctuation(text)).split()
+
+  def _split_word_with_offsets(self, chars: str, offsets: List[int]
+                               ) -> List[Tuple[str, int, int]]:
+    """`_split_word` done character by character, to know where each token comes from."""
     per_char = list(chars)
     if self.do_lower_case:
       lowered = chars.lower()     # as a whole: the final sigma depends on its neighbours
@@ -180,6 +184,7 @@ class BasicTokenizer:
           current_end = i + 1
     if current:
       tokens.append((current, current_start, current_end))
+    expected = self._split_word(chars)
     if [t for t, _, _ in tokens] != expected:   # normalization across characters
       return [(t, offsets[0], offsets[-1] + 1) for t in expected]
     return tokens
