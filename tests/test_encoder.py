@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -288,14 +289,60 @@ def test_shared_weight_gradients_are_summed_as_they_come():
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7, err_msg=variable.name)
 
   for training in (True, False):
-    wide = []   # AddN nodes summing six or more matmul/bias gradients
+    # AddN nodes summing five or more of the six matmul/bias gradients (the last
+    # application's Q/KV kernel and bias gradients come through a concat).
+    wide = []
     for nodes in _optimized_graph_nodes(gradients.get_concrete_function(inputs, training)):
       ops = {node.name: node.op for node in nodes}
       for node in nodes:
         sources = [ops.get(name.lstrip("^").split(":")[0], "") for name in node.input]
-        if node.op == "AddN" and sum("MatMul" in s or s == "BiasAddGrad" for s in sources) >= 6:
+        if node.op == "AddN" and sum("MatMul" in s or s == "BiasAddGrad" for s in sources) >= 5:
           wide.append(node.name)
     if training:
       assert not wide, wide
     else:
       assert len(wide) >= 8, wide   # the check sees them where they are: 4 kernels, 4 biases
+
+
+def test_pooled_output_comes_from_a_first_token_path_with_the_same_values_and_gradients():
+  """The last block computes the first token on its own for the pooler, with the rows of
+  the same dropout masks: pooled_output and its gradients equal those through
+  sequence_output[:, 0] (grouped sharing, inner groups, dropout 0.2 everywhere)."""
+  cfg = dict(GROUPED, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  inputs = encoder_inputs(random_inputs(cfg))
+  weights = tf.random.stateless_normal([3, 32], seed=[1, 2])
+  with tf.GradientTape(persistent=True) as tape:
+    out = encoder(inputs, training=True)
+    through_sequence = encoder.pooler(out["sequence_output"][:, 0])
+    losses = [tf.reduce_sum(p * weights) for p in (out["pooled_output"], through_sequence)]
+  np.testing.assert_allclose(out["pooled_output"], through_sequence, atol=1e-6)
+  first, full = (tape.gradient(loss, encoder.trainable_variables) for loss in losses)
+  for variable, a, b in zip(encoder.trainable_variables, first, full):
+    np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
+                               rtol=1e-5, atol=1e-6, err_msg=variable.name)
+  # The dropout masks are in use (so the test can fail): without dropout the pooled
+  # output differs.
+  assert np.abs(out["pooled_output"] - encoder(inputs)["pooled_output"]).max() > 1e-3
+
+
+def _dot_row_counts(fn, inputs, width):
+  """{rows: count} of the matmuls producing `width` columns in fn's XLA HLO, after XLA has
+  removed what the outputs do not use."""
+  hlo = tf.function(fn, jit_compile=True).experimental_get_compiler_ir(inputs)("optimized_hlo")
+  counts = {}
+  for rows in re.findall(r"f32\[(\d+),%d\]\{1,0\} (?:dot|custom-call)\(" % width, hlo):
+    counts[int(rows)] = counts.get(int(rows), 0) + 1
+  return counts
+
+
+def test_a_model_of_the_pooled_output_alone_runs_the_last_ffn_on_the_first_tokens_only():
+  """What a classifier costs: with only pooled_output used, the last block's FFN runs on
+  B rows instead of B * S (and its Q projection too); with sequence_output used, on all."""
+  cfg = dict(TINY, num_hidden_layers=3, intermediate_size=48)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  inputs = encoder_inputs(random_inputs(cfg, batch=2, seq=8))
+  pooled = _dot_row_counts(lambda x: encoder(x)["pooled_output"], inputs, 48)
+  sequence = _dot_row_counts(lambda x: encoder(x)["sequence_output"], inputs, 48)
+  assert sequence == {16: 3}, sequence
+  assert pooled == {16: 2, 2: 1}, pooled

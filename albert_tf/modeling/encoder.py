@@ -55,7 +55,9 @@ class AlbertEncoder(keras.Model):
   attention+FFN application in order (L * inner_group_num of them).
 
   Weight sharing: `num_hidden_groups` groups, each holding `inner_group_num`
-  blocks; layer i applies the blocks of group int(i / L * G) in turn.
+  blocks; layer i applies the blocks of group int(i / L * G) in turn. The last
+  application computes the first token separately for the pooler (same values),
+  so classifiers skip most of the last block on the other tokens.
 
   Args:
     config: an AlbertConfig, a dict of its fields, or a preset name.
@@ -132,16 +134,23 @@ class AlbertEncoder(keras.Model):
     # Shared weights are read (and cast) once per call, not once per layer.
     weights = [[block.read_weights() for block in group] for group in self.groups]
     encoder_outputs = []
-    for layer_index in range(self.config.num_hidden_layers):
+    num_layers = self.config.num_hidden_layers
+    for layer_index in range(num_layers):
       group_index = self.config.group_index(layer_index)
-      for block, block_weights in zip(self.groups[group_index], weights[group_index]):
-        x = block(x, bias, training=training, weights=block_weights)          # [B, S, H]
-        encoder_outputs.append(x)
+      group = list(zip(self.groups[group_index], weights[group_index]))
+      for inner_index, (block, block_weights) in enumerate(group):
+        last = layer_index == num_layers - 1 and inner_index == len(group) - 1
+        # The last application also computes the first token on its own, for the
+        # pooler: a model that uses only pooled_output never runs the rest of it.
+        x = block(x, bias, training=training, weights=block_weights, first_token=last)
+        if last:
+          x, first_token = x                                                  # [B, S, H], [B, H]
+        encoder_outputs.append(x)                                             # [B, S, H]
       if training:
         weights[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
                                 for w in weights[group_index]]
 
-    pooled = self.pooler(x[:, 0])                                             # [B, H]
+    pooled = self.pooler(first_token)                                         # [B, H]
     return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
 
   @property

@@ -22,6 +22,12 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   [H, 3H] matmul, the math runs on [B * S, H] matrices (so oneDNN fuses
   matmul + bias + activation), and the softmax is computed in float32.
 
+  Called with `first_token=True` it also returns the first token's output
+  [B, H] computed on its own (its query, attention row and FFN on B rows, with
+  the same dropout masks as the full path), for the pooler: a model that uses
+  only the pooled output lets the graph prune the full path's query projection
+  and FFN, which a classifier otherwise pays for on all B * S tokens.
+
   Dropout masks come from one seed per application, drawn from the block's own
   tf.random.Generator (checkpointed by the Trainer for exact resume). With
   `recompute`, training keeps only the block's input for the backward pass and
@@ -107,7 +113,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
         output_kernel=tf.identity(self.output_dense.kernel),
         output_bias=tf.identity(self.output_dense.bias))
 
-  def call(self, inputs, attention_bias, training=None, weights=None):
+  def call(self, inputs, attention_bias, training=None, weights=None, first_token=False):
     """Applies the block.
 
     Args:
@@ -117,55 +123,111 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
       training: enables dropout (and recomputation, with `recompute`).
       weights: the result of `read_weights()`, to reuse across applications;
         read here when not given.
+      first_token: also return the first token's output computed on its own.
 
     Returns:
-      [B, S, H] hidden states.
+      [B, S, H] hidden states; with `first_token`, also [B, H], the first
+      token's row of them from a path that attends with the first query only
+      and runs the FFN on that row only. A caller that uses only the second
+      output (a pooled classifier) leaves the first unused, and a tf.function
+      prunes it: the last block then costs its K and V projections only.
     """
     w = weights if weights is not None else self.read_weights()
     seed = None
     if training and (self.hidden_dropout_prob or self.attention_probs_dropout_prob):
       seed = self._random_generator.make_seed_for_stateless_op()              # [2]
     if not (training and self.recompute):
-      return self._apply(inputs, attention_bias, w, seed)
+      return self._apply(inputs, attention_bias, w, seed, first_token)
     keys = sorted(w)
     # The seed is captured, not an argument: the recomputation reuses its value.
     apply = tf.recompute_grad(
-        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed))
+        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, first_token))
     return apply(inputs, attention_bias, *[w[k] for k in keys])
 
-  def _dropout(self, x, rate, seed, index):
-    """Dropout with the `index`-th mask of `seed` (none without a seed)."""
-    if seed is None or not rate:
-      return x
-    return tf.nn.experimental.stateless_dropout(
-        x, rate, seed=tf.random.experimental.stateless_fold_in(seed, index))
+  def _keep_masks(self, seed, batch, seq, dtype):
+    """The three dropout keep masks of one application (None where there is no dropout).
 
-  def _apply(self, inputs, attention_bias, w, seed):
-    """The block's math: [B, S, H] -> [B, S, H]."""
+    Each is the `index`-th draw of `seed` over the whole [B, N, S, S] attention
+    probabilities or [T, H] outputs, as `tf.nn.experimental.stateless_dropout`
+    draws it, so the first-token path can take its rows of the same masks.
+    """
+    n, h = self.num_attention_heads, self.hidden_size
+    shapes = ([batch, n, seq, seq], [batch * seq, h], [batch * seq, h])
+    rates = (self.attention_probs_dropout_prob, self.hidden_dropout_prob, self.hidden_dropout_prob)
+    masks = []
+    for index, (shape, rate) in enumerate(zip(shapes, rates)):
+      if seed is None or not rate:
+        masks.append(None)
+        continue
+      uniform = tf.random.stateless_uniform(
+          shape, tf.random.experimental.stateless_fold_in(seed, index), dtype=dtype)
+      masks.append(uniform >= rate)
+    return masks
+
+  @staticmethod
+  def _dropout(x, keep, rate):
+    """x / (1 - rate) where `keep`, else 0 (the arithmetic of stateless_dropout)."""
+    if keep is None:
+      return x
+    return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros([], x.dtype))
+
+  def _attend(self, q, k, v, attention_bias, keep):
+    """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D]."""
+    scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, Q, S]
+    scores = tf.cast(scores, tf.float32) + attention_bias
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), q.dtype)
+    probs = self._dropout(probs, keep, self.attention_probs_dropout_prob)
+    return tf.matmul(probs, v)                                               # [B, N, Q, D]
+
+  def _project_and_feed_forward(self, context, x, w, keeps):
+    """Attention output projection, FFN, residuals and LayerNorms on rows: [R, H] -> [R, H]."""
+    attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
+    attention = self._dropout(attention, keeps[0], self.hidden_dropout_prob)
+    attention = self.attention_layer_norm(attention + x)                     # [R, H]
+    inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
+    inner = self._activation(inner)                                          # [R, I]
+    ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [R, H]
+    ffn = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)
+    return self.output_layer_norm(ffn + attention)                           # [R, H]
+
+  def _apply(self, inputs, attention_bias, w, seed, first_token=False):
+    """The block's math: [B, S, H] -> [B, S, H] (and [B, H] for the first token)."""
     batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
+    keeps = self._keep_masks(seed, batch, seq, x.dtype)
+    heads = lambda t, rows: tf.transpose(tf.reshape(t, [batch, rows, n, d]), [0, 2, 1, 3])
 
-    qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
-    qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
-    # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
-    q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
-    scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, S, S]
-    scores = tf.cast(scores, tf.float32) + attention_bias
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
-    probs = self._dropout(probs, self.attention_probs_dropout_prob, seed, 0)
-    context = tf.matmul(probs, v)                                            # [B, N, S, D]
+    if not first_token:
+      qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])     # [T, 3H]
+      qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
+      # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
+      q, k, v = tf.unstack(qkv)                                              # [B, N, S, D]
+    else:
+      # Q apart from K, V: the sequence path's Q matmul is pruned when unused.
+      # (split, not slices: its gradient is one concat, not zero-filled [H, 3H]s.)
+      q_kernel, kv_kernel = tf.split(w["qkv_kernel"], [h, 2 * h], axis=1)    # [H, H], [H, 2H]
+      q_bias, kv_bias = tf.split(w["qkv_bias"], [h, 2 * h], axis=0)
+      kv = tf.nn.bias_add(tf.matmul(x, kv_kernel), kv_bias)                  # [T, 2H]
+      kv = tf.transpose(tf.reshape(kv, [batch, seq, 2, n, d]), [2, 0, 3, 1, 4])   # [2, B, N, S, D]
+      k, v = tf.unstack(kv)                                                  # [B, N, S, D]
+      q = heads(tf.nn.bias_add(tf.matmul(x, q_kernel), q_bias), seq)         # [B, N, S, D]
+    context = self._attend(q, k, v, attention_bias, keeps[0])                # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
+    out = tf.reshape(self._project_and_feed_forward(context, x, w, keeps[1:]),
+                     [batch, seq, h])                                        # [B, S, H]
+    if not first_token:
+      return out
 
-    attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
-    attention = self._dropout(attention, self.hidden_dropout_prob, seed, 1)
-    attention = self.attention_layer_norm(attention + x)                     # [T, H]
-    inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
-    inner = self._activation(inner)                                          # [T, I]
-    ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [T, H]
-    ffn = self._dropout(ffn, self.hidden_dropout_prob, seed, 2)
-    out = self.output_layer_norm(ffn + attention)                            # [T, H]
-    return tf.reshape(out, [batch, seq, h])
+    # The same math for the first row only, with the first rows of the same masks.
+    first_row = lambda keep: None if keep is None else tf.reshape(keep, [batch, seq, h])[:, 0]
+    x0 = inputs[:, 0]                                                        # [B, H]
+    q0 = heads(tf.nn.bias_add(tf.matmul(x0, q_kernel), q_bias), 1)           # [B, N, 1, D]
+    keep0 = None if keeps[0] is None else keeps[0][:, :, :1]                 # [B, N, 1, S]
+    context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0), [-1, h])  # [B, H]
+    first = self._project_and_feed_forward(
+        context0, x0, w, [first_row(keep) for keep in keeps[1:]])            # [B, H]
+    return out, first
 
   def get_config(self):
     config = super().get_config()
