@@ -289,14 +289,13 @@ def test_shared_weight_gradients_are_summed_as_they_come():
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7, err_msg=variable.name)
 
   for training in (True, False):
-    # AddN nodes summing five or more of the six matmul/bias gradients (the last
-    # application's Q/KV kernel and bias gradients come through a concat).
+    # AddN nodes summing all six applications' matmul/bias gradients.
     wide = []
     for nodes in _optimized_graph_nodes(gradients.get_concrete_function(inputs, training)):
       ops = {node.name: node.op for node in nodes}
       for node in nodes:
         sources = [ops.get(name.lstrip("^").split(":")[0], "") for name in node.input]
-        if node.op == "AddN" and sum("MatMul" in s or s == "BiasAddGrad" for s in sources) >= 5:
+        if node.op == "AddN" and sum("MatMul" in s or s == "BiasAddGrad" for s in sources) >= 6:
           wide.append(node.name)
     if training:
       assert not wide, wide
@@ -338,7 +337,7 @@ def _dot_row_counts(fn, inputs, width):
 
 def test_a_model_of_the_pooled_output_alone_runs_the_last_ffn_on_the_first_tokens_only():
   """What a classifier costs: with only pooled_output used, the last block's FFN runs on
-  B rows instead of B * S (and its Q projection too); with sequence_output used, on all."""
+  B rows instead of B * S; with sequence_output used, on all."""
   cfg = dict(TINY, num_hidden_layers=3, intermediate_size=48)
   encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
   inputs = encoder_inputs(random_inputs(cfg, batch=2, seq=8))

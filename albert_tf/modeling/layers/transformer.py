@@ -23,10 +23,12 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   matmul + bias + activation), and the softmax is computed in float32.
 
   Called with `first_token=True` it also returns the first token's output
-  [B, H] computed on its own (its query, attention row and FFN on B rows, with
-  the same dropout masks as the full path), for the pooler: a model that uses
-  only the pooled output lets the graph prune the full path's query projection
-  and FFN, which a classifier otherwise pays for on all B * S tokens.
+  [B, H] computed on its own (its attention row, output projection and FFN on
+  B rows, with the same dropout masks as the full path), for the pooler: a
+  model that uses only the pooled output lets the graph prune the full path's
+  attention, projection and FFN, which a classifier otherwise pays for on all
+  B * S tokens. (The Q, K, V projection stays one matmul over all tokens, so
+  no split copy of its kernel exists: a TFLite file holds it once.)
 
   Dropout masks come from one seed per application, drawn from the block's own
   tf.random.Generator (checkpointed by the Trainer for exact resume). With
@@ -128,9 +130,10 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     Returns:
       [B, S, H] hidden states; with `first_token`, also [B, H], the first
       token's row of them from a path that attends with the first query only
-      and runs the FFN on that row only. A caller that uses only the second
-      output (a pooled classifier) leaves the first unused, and a tf.function
-      prunes it: the last block then costs its K and V projections only.
+      and runs the output projection and FFN on that row only. A caller that
+      uses only the second output (a pooled classifier) leaves the first
+      unused, and a tf.function prunes it: the last block then costs its
+      Q, K, V projection and the first token's attention only.
     """
     w = weights if weights is not None else self.read_weights()
     seed = None
@@ -196,22 +199,11 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
     keeps = self._keep_masks(seed, batch, seq, x.dtype)
-    heads = lambda t, rows: tf.transpose(tf.reshape(t, [batch, rows, n, d]), [0, 2, 1, 3])
 
-    if not first_token:
-      qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])     # [T, 3H]
-      qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
-      # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
-      q, k, v = tf.unstack(qkv)                                              # [B, N, S, D]
-    else:
-      # Q apart from K, V: the sequence path's Q matmul is pruned when unused.
-      # (split, not slices: its gradient is one concat, not zero-filled [H, 3H]s.)
-      q_kernel, kv_kernel = tf.split(w["qkv_kernel"], [h, 2 * h], axis=1)    # [H, H], [H, 2H]
-      q_bias, kv_bias = tf.split(w["qkv_bias"], [h, 2 * h], axis=0)
-      kv = tf.nn.bias_add(tf.matmul(x, kv_kernel), kv_bias)                  # [T, 2H]
-      kv = tf.transpose(tf.reshape(kv, [batch, seq, 2, n, d]), [2, 0, 3, 1, 4])   # [2, B, N, S, D]
-      k, v = tf.unstack(kv)                                                  # [B, N, S, D]
-      q = heads(tf.nn.bias_add(tf.matmul(x, q_kernel), q_bias), seq)         # [B, N, S, D]
+    qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
+    qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
+    # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
+    q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
     context = self._attend(q, k, v, attention_bias, keeps[0])                # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
     out = tf.reshape(self._project_and_feed_forward(context, x, w, keeps[1:]),
@@ -222,7 +214,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     # The same math for the first row only, with the first rows of the same masks.
     first_row = lambda keep: None if keep is None else tf.reshape(keep, [batch, seq, h])[:, 0]
     x0 = inputs[:, 0]                                                        # [B, H]
-    q0 = heads(tf.nn.bias_add(tf.matmul(x0, q_kernel), q_bias), 1)           # [B, N, 1, D]
+    q0 = q[:, :, :1]                                                         # [B, N, 1, D]
     keep0 = None if keeps[0] is None else keeps[0][:, :, :1]                 # [B, N, 1, S]
     context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0), [-1, h])  # [B, H]
     first = self._project_and_feed_forward(
