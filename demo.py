@@ -6,7 +6,9 @@
 4. TF-Hub SavedModels of its encoder and preprocessor (hub_export/export.py)
 5. an MRPC-format paraphrase task generated from that text, fine-tuned from the
    SavedModel with run_classifier.py --albert_hub_module_handle=... --spm_model_file=from_tf_hub
-6. dev accuracy and F1 next to the majority-class baseline, and where everything went.
+6. dev accuracy and F1 next to the majority-class baseline
+7. the fine-tuned model as a dynamic-int8 TFLite file that takes raw text, classifying
+   two dev pairs with LiteRT; and where everything went.
 
 Each step runs the real command line (printed, so you can rerun it); `--quick`
 shrinks every step for a smoke run.
@@ -52,6 +54,23 @@ def _run(step: str, script: str, **flag_values) -> float:
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
   subprocess.run(cmd, check=True, env=env, cwd=ROOT)
   return time.time() - started
+
+
+def _classify_on_device(tflite_file: str, glue_dir: str) -> None:
+  """Classifies a positive and a negative dev pair with the TFLite file (LiteRT)."""
+  from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
+  from albert_tf.hub import tflite  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.lite_export import example_inputs  # pylint: disable=g-import-not-at-top
+  dev = glue.read_examples(glue_dir, glue.get_task("MRPC"), "dev")
+  pairs = [next(e for e in dev if e.label == label) for label in ("1", "0")]
+  runner = tflite.load_interpreter(model_path=tflite_file).get_signature_runner()
+  for example in pairs:
+    inputs = example_inputs(example, ["sentence1", "sentence2"])
+    probabilities = runner(**inputs)["probabilities"][0]
+    print(f"  {example.text_a!r}\n  {example.text_b!r}\n"
+          f"    -> paraphrase probability {probabilities[1]:.3f} (label {example.label})")
+  ms = tflite.latency_ms(tflite_file, inputs, num_threads=1)
+  print(f"  {os.path.getsize(tflite_file) / 2**20:.1f} MiB, {ms:.1f} ms per pair on one thread")
 
 
 def _results(path: str) -> dict:
@@ -146,6 +165,13 @@ def main(argv):
   print(f"  fine-tuned ALBERT      {mrpc['accuracy']:.3f}   {mrpc['f1']:.3f}")
   print(f"  majority class         {mrpc['majority_baseline_accuracy']:.3f}   "
         f"{mrpc['majority_baseline_f1']:.3f}")
+  tflite_file = os.path.join(out, "mrpc_dynamic_int8.tflite")
+  timings["TFLite"] = _run(
+      "7. On device: the MRPC model as a dynamic-int8 TFLite file (raw text in)",
+      "hub_export/export_tflite.py", model_dir=mrpc_dir, output_file=tflite_file,
+      quantization="dynamic_int8")
+  _classify_on_device(tflite_file, glue_dir)
+
   print("\nWhere everything went:")
   for what, path in (
       ("vocabulary", spm_model), ("pretraining data", data),
@@ -155,7 +181,8 @@ def main(argv):
       ("MRPC run (model.ckpt-best, eval_results.txt)", mrpc_dir),
       ("MRPC learning curve", os.path.join(mrpc_dir, "learning_curve.png")),
       ("GLUE submission file", os.path.join(mrpc_dir, "MRPC.tsv")),
-      ("serving SavedModel (raw sentences in)", os.path.join(mrpc_dir, "serving"))):
+      ("serving SavedModel (raw sentences in)", os.path.join(mrpc_dir, "serving")),
+      ("TFLite model (raw sentences in)", tflite_file)):
     print(f"  {what:46s} {path}")
   print(f"  TensorBoard: tensorboard --logdir {out}")
   print("\nTimings: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())

@@ -19,16 +19,17 @@ def test_demo_quick_runs_every_step(tmp_path):
   text = done.stdout
   for step in ("1. SentencePiece vocabulary", "2. Pretraining data", "3. Pretraining",
                "4. TF-Hub SavedModels", "5. Fine-tuning on MRPC from the TF-Hub SavedModel",
-               "6. Results"):
+               "6. Results", "7. On device"):
     assert f"== {step}" in text, step
   assert "--albert_hub_module_handle=" in text and "--spm_model_file=from_tf_hub" in text
   assert "masked-LM accuracy" in text and "majority class" in text
+  assert text.count("paraphrase probability") == 2 and "ms per pair on one thread" in text
   for path in ("vocab/pydoc-2k.model", "pretraining/learning_curve.png",
                "pretraining/eval_results.txt", "hub/albert_encoder/saved_model.pb",
                "hub/albert_preprocess/saved_model.pb", "glue_data/MRPC/train.tsv",
                "glue_data/MRPC/dev.tsv", "glue_data/MRPC/test.tsv", "mrpc/model.ckpt-best.index",
                "mrpc/eval_results.txt", "mrpc/learning_curve.png", "mrpc/MRPC.tsv",
-               "mrpc/serving/saved_model.pb"):
+               "mrpc/serving/saved_model.pb", "mrpc_dynamic_int8.tflite"):
     assert os.path.exists(out / path), path
   # A second run never writes into an existing demo directory.
   again = subprocess.run([sys.executable, str(ROOT / "demo.py"), "--quick", f"--output_dir={out}"],

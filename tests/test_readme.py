@@ -10,10 +10,12 @@ import sys
 import textwrap
 
 import pytest
+import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf import save_original_checkpoint
 from albert_tf.hub import export
+from albert_tf.tasks import lite_export
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_wordpiece_vocab
 
@@ -54,6 +56,13 @@ def paths(tmp_path_factory, spm_model):
   classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), num_classes=2)
   export.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
                            FullTokenizer(spm_model_file=spm_model), 32, ("0", "1"))
+  run = root / "mrpc_run"  # what run_classifier.py leaves, for the TFLite block
+  tf.train.Checkpoint(**classifier.checkpoint_items).write(str(run / "model.ckpt-best"))
+  (run / "run_config.json").write_text(json.dumps(dict(
+      task="MRPC", model=cfg, hub=None, spm_model_file=spm_model, do_lower_case=True,
+      max_seq_length=32)))
+  lite_export.run(lite_export.TFLiteOptions(model_dir=str(run),
+                                            output_file=str(root / "mrpc.tflite")))
   return root
 
 

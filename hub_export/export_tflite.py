@@ -1,0 +1,31 @@
+"""Converts a fine-tuned classifier to a TFLite (LiteRT) file that takes raw text.
+
+  python hub_export/export_tflite.py --model_dir=out/MRPC \
+      --output_file=mrpc.tflite --quantization=dynamic_int8
+
+The file tokenizes in the model (tensorflow-text's TFLite ops): its
+`serving_default` signature takes `sentence1` and `sentence2` (pair tasks) or
+`sentence`, string [1], and returns `probabilities` [1, C] (STS-B: `score`).
+Run it with the TF Text ops registered:
+
+  from ai_edge_litert.interpreter import InterpreterWithCustomOps
+  import tensorflow_text
+  interpreter = InterpreterWithCustomOps(
+      custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+      model_path="mrpc.tflite")
+"""
+
+from absl import app
+
+from albert_tf import cli
+from albert_tf.tasks import lite_export
+
+cli.define_flags(lite_export.TFLiteOptions)
+
+
+def main(argv):
+  cli.run_with_flags(argv, lite_export.TFLiteOptions, lite_export.run)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,267 @@
+"""TFLite (LiteRT) export: raw text in, the tokenizer's ids, the SavedModel's outputs."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from ai_edge_litert.interpreter import InterpreterWithCustomOps
+from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint
+from albert_tf.data import glue
+from albert_tf.hub import tflite
+from albert_tf.hub.export import export_classifier
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.tasks import classification as classifier
+from albert_tf.tasks import lite_export
+from albert_tf.text import lite, packing, tokenization
+from common import CORPUS, fuzz_texts
+from test_glue import CFG, SEQ, write_keyword_task
+from test_squad import TRICKY
+
+
+@pytest.fixture(scope="module")
+def tokenizer(spm_model):
+  return tokenization.FullTokenizer(spm_model_file=spm_model)
+
+
+def litert(model_content):
+  """A LiteRT interpreter with the TF Text ops, as the README shows it."""
+  import tensorflow_text  # pylint: disable=g-import-not-at-top
+  return InterpreterWithCustomOps(
+      custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+      model_content=model_content)
+
+
+@pytest.fixture(scope="module")
+def lite_ids(tokenizer):
+  """(eager, LiteRT) functions text -> ids of the TFLite-convertible tokenizer."""
+  module = lite.LiteTokenizer(tokenizer)
+  serve = tf.function(lambda text: {"ids": module(text)},
+                      input_signature=[tf.TensorSpec([1], tf.string, name="text")])
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+      [serve.get_concrete_function()], module)
+  converter.allow_custom_ops = True
+  runner = litert(converter.convert()).get_signature_runner()
+  return (lambda t: module(tf.constant([t])).numpy().tolist(),
+          lambda t: runner(text=np.array([t.encode()], dtype=object))["ids"].tolist())
+
+
+def test_ids_equal_the_python_tokenizer_on_the_tokenization_corpus(tokenizer, lite_ids):
+  """Accents, combining marks, full-width forms, odd spaces, `` and '', digit commas."""
+  texts = CORPUS + TRICKY[:3] + ["İstanbul straße 10:30", "ﬁnal 1,000,000 and 3,5,", "한국어 텍스트"]
+  eager, on_device = lite_ids
+  for text in texts:
+    assert eager(text) == tokenizer.encode(text), text
+    assert on_device(text) == tokenizer.encode(text), text
+
+
+def _final_sigma(text):
+  """Whether Python's `str.lower` turns some Σ of `text` into ς (word-final)."""
+  return text.lower() != text.replace("\u03a3", "\u03c3").lower()
+
+
+def test_on_fuzz_every_difference_is_a_named_limitation(tokenizer, lite_ids):
+  """2,000 random strings: the ids are Python's but for a word-final Σ or a run of one
+  repeated character that equal-scoring orders of the same pieces can segment."""
+  _, on_device = lite_ids
+  texts = [t for t in fuzz_texts(2000) if _valid(t)]
+  other = []
+  for text in texts:
+    got, want = on_device(text), tokenizer.encode(text)
+    if got == want:
+      continue
+    if _final_sigma(text) or sorted(got) == sorted(want):
+      continue
+    other.append(text)
+  assert len(texts) > 1400 and not other, f"{len(other)} unexplained, e.g. {other[:2]!r}"
+
+
+def _valid(text):
+  try:
+    text.encode("utf-8")
+    return True
+  except UnicodeEncodeError:
+    return False
+
+
+def test_limitation_word_final_capital_sigma(tokenizer, spm_model):
+  """Python lower-cases a word-final Σ to ς (it looks at the neighbours); on device it
+  becomes σ. The README names this; if it ever matches, update the README. (Pieces,
+  not ids: the test vocabulary has no Greek, so both are <unk>.)"""
+  with open(spm_model, "rb") as f:
+    on_device = spm.SentencePieceProcessor(model_proto=lite.albert_sentencepiece_model(f.read()))
+  text = "ΟΔΟΣ ΣΑΣ"
+  assert "".join(tokenizer.tokenize(text)) == "\u2581οδος\u2581σας"
+  assert "".join(on_device.encode(text, out_type=str)) == "\u2581οδοσ\u2581σασ"
+  assert "".join(on_device.encode("ΟΔΟΣ", out_type=str)) != "".join(tokenizer.tokenize("ΟΔΟΣ"))
+
+
+def test_limitation_runs_of_one_character_may_order_tied_pieces_differently(tokenizer,
+                                                                           lite_ids):
+  """FastSentencepieceTokenizer breaks score ties unlike SentencePiece: a long run of one
+  character (here after a character the vocabulary lacks) gets the same pieces in
+  another order. The README names this."""
+  _, on_device = lite_ids
+  texts = ["\u4e00" + c * n for c in "~=" for n in range(2, 40)]
+  differing = [t for t in texts if on_device(t) != tokenizer.encode(t)]
+  assert differing, "these runs tokenize alike now: update the README's limitations"
+  for text in differing:
+    assert sorted(on_device(text)) == sorted(tokenizer.encode(text)), text
+
+
+@pytest.mark.parametrize("seq_length", [3, 4, 9, 16])
+def test_pack_one_equals_pack_inputs(seq_length):
+  rng = np.random.default_rng(seq_length)
+  for _ in range(20):
+    a = rng.integers(5, 50, rng.integers(0, 12)).tolist()
+    b = rng.integers(5, 50, rng.integers(0, 12)).tolist()
+    for segments in ([a], [a, b]):
+      want = packing.pack_inputs(segments[0], segments[1] if len(segments) == 2 else None,
+                                 seq_length, 2, 3, 0)
+      got = lite.pack_one([tf.constant(s, tf.int32) for s in segments], seq_length, 2, 3, 0)
+      for k in want:
+        assert got[k].numpy().tolist() == [want[k]], (k, segments)
+
+
+# ----------------------------------------------------------------------------- classifiers
+
+@pytest.fixture(scope="module")
+def mrpc_run(tmp_path_factory, spm_model):
+  """A tiny classifier fine-tuned on the learnable MRPC-format task, with its SavedModel."""
+  root = tmp_path_factory.mktemp("tflite")
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "init" / "model.ckpt-best"))
+  data = write_keyword_task(str(root / "MRPC"))
+  opts = classifier.ClassifierOptions(
+      data_dir=data, output_dir=str(root / "out"), task_name="MRPC",
+      albert_config_file=str(root / "albert_config.json"), init_checkpoint=init,
+      spm_model_file=spm_model, max_seq_length=SEQ, train_batch_size=16, learning_rate=2e-3,
+      train_step=200, warmup_step=20, save_checkpoints_steps=100, log_steps=50,
+      progress=False, do_train=True, do_eval=True, export_dir=str(root / "serving"))
+  classifier.run(opts)
+  dev = glue.read_examples(data, glue.get_task("MRPC"), "dev")
+  saved = tf.saved_model.load(str(root / "serving")).signatures["serving_default"]
+  want = np.concatenate([saved(sentence1=tf.constant([e.text_a for e in dev[i:i + 50]]),
+                               sentence2=tf.constant([e.text_b for e in dev[i:i + 50]])
+                               )["probabilities"].numpy() for i in range(0, len(dev), 50)])
+  labels = np.array([int(e.label) for e in dev])
+  # Examples the TFLite tokenizer gives Python's ids: all but pydoc's heading underlines
+  # ("=====", "*****"), the README's named limitation of tied pieces.
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+  module = lite.LiteTokenizer(tokenizer)
+  same_ids = np.array([all(module(tf.constant([t])).numpy().tolist() == tokenizer.encode(t)
+                           for t in (e.text_a, e.text_b)) for e in dev])
+  return dict(root=root, data=data, dev=dev, want=want, labels=labels, same_ids=same_ids)
+
+
+def _convert(run, quantization):
+  """The run's file of `quantization`, converted once per module."""
+  out = run["root"] / f"{quantization}.tflite"
+  if not out.exists():
+    result = lite_export.run(lite_export.TFLiteOptions(
+        model_dir=str(run["root"] / "out"), output_file=str(out), quantization=quantization,
+        data_dir=run["data"]))
+    assert result["tflite"]["size_mb"] * 2**20 == pytest.approx(os.path.getsize(out))
+  return out
+
+
+def _dev_probabilities(path, dev):
+  runner = litert(path.read_bytes()).get_signature_runner()
+  assert set(runner.get_input_details()) == {"sentence1", "sentence2"}
+  return np.concatenate([runner(sentence1=np.array([e.text_a.encode()], dtype=object),
+                                sentence2=np.array([e.text_b.encode()], dtype=object)
+                                )["probabilities"] for e in dev])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantization,accuracy_points", [
+    ("none", 0), ("float16", 1), ("dynamic_int8", 1), ("int8", 2)])
+def test_each_quantization_runs_on_raw_text_with_litert(mrpc_run, quantization,
+                                                        accuracy_points):
+  got = _dev_probabilities(_convert(mrpc_run, quantization), mrpc_run["dev"])
+  want, labels = mrpc_run["want"], mrpc_run["labels"]
+  saved_accuracy = np.mean(want.argmax(-1) == labels)
+  assert saved_accuracy > 0.9, "the fixture did not learn the task"
+  agreement = np.mean(got.argmax(-1) == want.argmax(-1))
+  accuracy = np.mean(got.argmax(-1) == labels)
+  if quantization == "none":
+    same = mrpc_run["same_ids"]
+    assert 0.9 < same.mean() < 1, same.mean()
+    np.testing.assert_allclose(got[same], want[same], atol=1e-4)
+  assert agreement >= 0.98, agreement
+  assert accuracy >= saved_accuracy - accuracy_points / 100, (accuracy, saved_accuracy)
+
+
+@pytest.mark.slow
+def test_quantized_files_are_smaller(mrpc_run):
+  sizes = {q: os.path.getsize(_convert(mrpc_run, q))
+           for q in ("none", "float16", "dynamic_int8")}
+  assert sizes["dynamic_int8"] < sizes["float16"] < sizes["none"], sizes
+
+
+def test_single_sentence_and_regression_signatures(tmp_path, spm_model):
+  """SST-2 takes `sentence`, STS-B returns `score`; both equal the SavedModel's."""
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+  texts = ["A gripping, funny film.", "ＦＵＬＬ width and naïve 1,000 words " * 3]
+  for name, key in (("SST-2", "probabilities"), ("STS-B", "score")):
+    task = glue.get_task(name)
+    out = tmp_path / name
+    model = AlbertClassifier(AlbertEncoder(CFG), task.num_labels)
+    tf.train.Checkpoint(**model.checkpoint_items).write(str(out / "model.ckpt-best"))
+    (out / "run_config.json").write_text(json.dumps(dict(
+        task=name, model=CFG, hub=None, spm_model_file=spm_model, do_lower_case=True,
+        max_seq_length=16)))
+    pairs = name == "STS-B"
+    export_classifier(model, str(out / "serving"), tokenizer, 16, task.labels, pairs=pairs)
+    path = tmp_path / f"{name}.tflite"
+    lite_export.run(lite_export.TFLiteOptions(model_dir=str(out), output_file=str(path),
+                                    quantization="none"))
+    runner = litert(path.read_bytes()).get_signature_runner()
+    saved = tf.saved_model.load(str(out / "serving")).signatures["serving_default"]
+    fields = ["sentence1", "sentence2"] if pairs else ["sentence"]
+    assert set(runner.get_input_details()) == set(fields)
+    for text in texts:
+      got = runner(**{f: np.array([text.encode()], dtype=object) for f in fields})[key]
+      saved_fields = ["sentence1", "sentence2"] if pairs else ["sentence1"]
+      want = saved(**{f: tf.constant([text]) for f in saved_fields})[key].numpy()
+      np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_model):
+  run_dir = mrpc_run["root"] / "out"
+  before = sorted(os.listdir(run_dir))
+
+  def options(**kwargs):
+    base = dict(model_dir=str(run_dir), output_file=str(tmp_path / "m.tflite"))
+    return lite_export.TFLiteOptions(**dict(base, **kwargs))
+
+  existing = tmp_path / "mine.tflite"
+  existing.write_bytes(b"the user's file")
+  with pytest.raises(FileExistsError, match="--output_file=.*mine.tflite exists"):
+    lite_export.run(options(output_file=str(existing)))
+  assert existing.read_bytes() == b"the user's file"
+  with pytest.raises(ValueError, match="--quantization=int8 needs --data_dir"):
+    lite_export.run(options(quantization="int8"))
+  with pytest.raises(ValueError, match="not a run_classifier.py output directory"):
+    lite_export.run(options(model_dir=str(tmp_path)))
+  squad = tmp_path / "squad_run"
+  squad.mkdir()
+  (squad / "run_config.json").write_text(json.dumps(dict(task="SQuAD v1.1", model=CFG)))
+  with pytest.raises(ValueError, match="holds a 'SQuAD v1.1' run, not a run_classifier.py"):
+    lite_export.run(options(model_dir=str(squad)))
+  moved = tmp_path / "moved_run"
+  shutil.copytree(run_dir, moved)
+  record = json.loads((moved / "run_config.json").read_text())
+  record["spm_model_file"] = str(tmp_path / "gone.model")
+  (moved / "run_config.json").write_text(json.dumps(record))
+  with pytest.raises(FileNotFoundError, match="vocabulary of --model_dir=.*gone.model"):
+    lite_export.run(options(model_dir=str(moved)))
+  with pytest.raises(ValueError, match="--max_seq_length=99 exceeds"):
+    lite_export.run(options(max_seq_length=99))
+  assert not (tmp_path / "m.tflite").exists()
+  assert sorted(os.listdir(run_dir)) == before
