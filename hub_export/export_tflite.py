@@ -3,6 +3,11 @@
   python hub_export/export_tflite.py --model_dir=out/MRPC \
       --output_file=mrpc.tflite --quantization=dynamic_int8
 
+or a bare encoder (sequence and pooled outputs) for a head of one's own:
+
+  python hub_export/export_tflite.py --albert_directory=albert_base \
+      --output_file=albert_base.tflite --segments=2
+
 The file tokenizes in the model (tensorflow-text's TFLite ops): its
 `serving_default` signature takes `sentence1` and `sentence2` (pair tasks) or
 `sentence`, string [1], and returns `probabilities` [1, C] (STS-B: `score`).

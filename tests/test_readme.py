@@ -63,6 +63,16 @@ def paths(tmp_path_factory, spm_model):
       max_seq_length=32)))
   lite_export.run(lite_export.TFLiteOptions(model_dir=str(run),
                                             output_file=str(root / "mrpc.tflite")))
+  zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
+  zh_cfg = dict(cfg, vocab_size=zh_tokenizer.vocab_size)
+  zh_run = root / "zh_run"
+  zh_classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(zh_cfg)), num_classes=2)
+  tf.train.Checkpoint(**zh_classifier.checkpoint_items).write(str(zh_run / "model.ckpt-best"))
+  (zh_run / "run_config.json").write_text(json.dumps(dict(
+      task="MRPC", model=zh_cfg, hub=None, vocab_file=str(zh / "vocab_chinese.txt"),
+      do_lower_case=True, max_seq_length=32)))
+  lite_export.run(lite_export.TFLiteOptions(model_dir=str(zh_run),
+                                            output_file=str(root / "zh.tflite")))
   return root
 
 

@@ -245,7 +245,7 @@ def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_mode
   with pytest.raises(FileExistsError, match="--output_file=.*mine.tflite exists"):
     lite_export.run(options(output_file=str(existing)))
   assert existing.read_bytes() == b"the user's file"
-  with pytest.raises(ValueError, match="--quantization=int8 needs --data_dir"):
+  with pytest.raises(ValueError, match="--quantization=int8 needs --model_dir and --data_dir"):
     lite_export.run(options(quantization="int8"))
   with pytest.raises(ValueError, match="not a run_classifier.py output directory"):
     lite_export.run(options(model_dir=str(tmp_path)))
@@ -265,3 +265,90 @@ def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_mode
     lite_export.run(options(max_seq_length=99))
   assert not (tmp_path / "m.tflite").exists()
   assert sorted(os.listdir(run_dir)) == before
+
+
+def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_model):
+  """--albert_directory and --hub_module: sequence and pooled outputs of raw text on
+  device equal the encoder's on FullTokenizer's packed ids."""
+  cfg = dict(CFG, max_position_embeddings=64)
+  release = tmp_path / "albert_tiny"
+  release.mkdir()
+  AlbertConfig.from_dict(cfg).to_json_file(str(release / "albert_config.json"))
+  shutil.copy(spm_model, release / "30k-clean.model")
+  pretrainer = AlbertPretrainer(cfg)
+  save_original_checkpoint(pretrainer, str(release / "model.ckpt-best"))
+  from albert_tf.hub.export import export_encoder  # pylint: disable=g-import-not-at-top
+  hub_dir = export_encoder(pretrainer, str(tmp_path / "hub"), spm_model_file=spm_model)
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+  pair = ("ＦＵＬＬ width, naïve 1,000 words.", "A second segment, shorter.")
+  want = pretrainer.encoder({k: tf.constant([v]) for k, v in packing.pack_inputs(
+      tokenizer.encode(pair[0]), tokenizer.encode(pair[1]), 32, tokenizer.cls_id,
+      tokenizer.sep_id, tokenizer.pad_id).items()})
+  for flag, source in (("albert_directory", release), ("hub_module", hub_dir)):
+    path = tmp_path / f"{flag}.tflite"
+    lite_export.run(lite_export.TFLiteOptions(**{flag: str(source)}, output_file=str(path),
+                                              quantization="none", segments=2,
+                                              max_seq_length=32))
+    runner = litert(path.read_bytes()).get_signature_runner()
+    assert set(runner.get_input_details()) == {"sentence1", "sentence2"}
+    got = runner(sentence1=np.array([pair[0].encode()], dtype=object),
+                 sentence2=np.array([pair[1].encode()], dtype=object))
+    mask = got["input_mask"][0].astype(bool)
+    assert 10 < mask.sum() < 32
+    np.testing.assert_allclose(got["sequence_output"][0][mask],
+                               want["sequence_output"].numpy()[0][mask], atol=1e-4)
+    np.testing.assert_allclose(got["pooled_output"], want["pooled_output"].numpy(), atol=1e-4)
+  with pytest.raises(ValueError, match="exactly one of --model_dir .*got --albert_directory, "
+                                       "--hub_module"):
+    lite_export.run(lite_export.TFLiteOptions(albert_directory=str(release),
+                                              hub_module=hub_dir,
+                                              output_file=str(tmp_path / "x.tflite")))
+  with pytest.raises(ValueError, match="int8 needs --model_dir and --data_dir"):
+    lite_export.run(lite_export.TFLiteOptions(hub_module=hub_dir, quantization="int8",
+                                              output_file=str(tmp_path / "x.tflite")))
+  assert not (tmp_path / "x.tflite").exists()
+
+
+def test_wordpiece_classifiers_take_the_ids_fulltokenizer_packs(tmp_path):
+  """A WordPiece (vocab_chinese.txt) run converts to a file taking input_word_ids,
+  input_mask, input_type_ids [1, S]; with FullTokenizer's packed ids its probabilities
+  equal the raw-text SavedModel's."""
+  from common import write_wordpiece_vocab  # pylint: disable=g-import-not-at-top
+  texts = ["2008年北京奥运会, Michael Phelps!", "在北京(Beijing)市，ＦＵＬＬ width 1,000 naïve"]
+  vocab = write_wordpiece_vocab(tmp_path / "vocab_chinese.txt", texts * 3)
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab)
+  cfg = dict(CFG, vocab_size=tokenizer.vocab_size)
+  run = tmp_path / "zh_run"
+  model = AlbertClassifier(AlbertEncoder(cfg), 2)
+  tf.train.Checkpoint(**model.checkpoint_items).write(str(run / "model.ckpt-best"))
+  (run / "run_config.json").write_text(json.dumps(dict(
+      task="MRPC", model=cfg, hub=None, vocab_file=vocab, do_lower_case=True,
+      max_seq_length=24)))
+  export_classifier(model, str(run / "serving"), tokenizer, 24, ("0", "1"))
+  path = tmp_path / "zh.tflite"
+  lite_export.run(lite_export.TFLiteOptions(model_dir=str(run), output_file=str(path),
+                                            quantization="none"))
+  runner = litert(path.read_bytes()).get_signature_runner()
+  assert set(runner.get_input_details()) == {"input_word_ids", "input_mask", "input_type_ids"}
+  saved = tf.saved_model.load(str(run / "serving")).signatures["serving_default"]
+  ids = [tokenizer.encode(t) for t in texts]
+  packed = packing.pack_inputs(ids[0], ids[1], 24, tokenizer.cls_id, tokenizer.sep_id,
+                               tokenizer.pad_id)
+  got = runner(**{k: np.array([v], dtype=np.int32) for k, v in packed.items()})
+  want = saved(sentence1=tf.constant(texts[:1]), sentence2=tf.constant(texts[1:]))
+  np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=1e-4)
+
+
+def test_why_wordpiece_takes_ids_fast_bert_tokenizer_is_not_basic_tokenization(tmp_path):
+  """tensorflow-text's TFLite-convertible FastBertTokenizer does not split CJK ideographs
+  into words of their own as BERT's BasicTokenizer does: other ids (the README says so)."""
+  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+  from common import write_wordpiece_vocab  # pylint: disable=g-import-not-at-top
+  text = "\u5728\u5317\u4eac(Beijing)\u5e02\uff0c2008\u5e74\u5965\u8fd0\u4f1a"
+  vocab = write_wordpiece_vocab(tmp_path / "vocab.txt", [text] * 3)
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab)
+  tokens = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+  fast = tf_text.FastBertTokenizer(vocab=tokens, token_out_type=tf.int64,
+                                   lower_case_nfd_strip_accents=True, unknown_token="[UNK]")
+  got = fast.tokenize(tf.constant([text])).merge_dims(1, -1).to_list()[0]
+  assert got != tokenizer.encode(text)

@@ -1,4 +1,4 @@
-"""TFLite (LiteRT) export of a fine-tuned classifier: raw text in, probabilities out.
+"""TFLite (LiteRT) export of a fine-tuned classifier (or a bare encoder): raw text in.
 
 The model file holds the whole pipeline for one example: ALBERT's
 tokenization (tensorflow-text's TFLite ops, see `albert_tf.text.lite`),
@@ -6,53 +6,118 @@ packing at `max_seq_length`, the encoder and the classification head. Its
 `serving_default` signature takes the task's text fields as string [1]
 tensors (`sentence1`, `sentence2` for pair tasks, `sentence` for single
 sentences) and returns `probabilities` [1, C], or `score` [1] for STS-B.
-Running it needs the TF Text custom ops registered with the interpreter
+`LiteEncoder` returns the encoder's outputs instead, for a head of one's own.
+Running either needs the TF Text custom ops registered with the interpreter
 (`load_interpreter` does it).
 """
 
 import time
-from typing import Callable, Dict, Iterator, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.modeling.models import AlbertClassifier
-from albert_tf.text import lite
+from albert_tf.modeling.models import ENCODER_INPUTS as INPUT_KEYS, AlbertClassifier
+from albert_tf.text import lite, packing
 from albert_tf.text.tokenization import FullTokenizer
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
 
 
-class LiteClassifier(tf.Module):
+class _LiteModule(tf.Module):
+  """The signature's inputs for the subclasses' `serve`: raw text for a SentencePiece
+  vocabulary (tokenized and packed inside), packed ids for a WordPiece one."""
+
+  def __init__(self, tokenizer: FullTokenizer, seq_length: int, text_fields: Sequence[str],
+               name: str):
+    super().__init__(name=name)
+    self.tokenizer = tokenizer
+    self.raw_text = bool(tokenizer.spm_model_file)
+    self._ids = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    self.seq_length, self.text_fields = seq_length, list(text_fields)
+    if self.raw_text:
+      self.tokenize = lite.LiteTokenizer(tokenizer)
+      spec = [tf.TensorSpec([1], tf.string, name=f) for f in self.text_fields]
+      self.serve = tf.function(self._serve_text, input_signature=spec)
+    else:
+      # BERT's basic tokenization (CJK split, Unicode classes, regular expressions) has
+      # no TFLite kernels, and tensorflow-text's TFLite FastBertTokenizer differs from it
+      # (README): a WordPiece model takes the ids FullTokenizer packs.
+      spec = [tf.TensorSpec([1, seq_length], tf.int32, name=k) for k in INPUT_KEYS]
+      self.serve = tf.function(lambda input_word_ids, input_mask, input_type_ids: self._serve(
+          dict(input_word_ids=input_word_ids, input_mask=input_mask,
+               input_type_ids=input_type_ids)), input_signature=spec)
+
+  @property
+  def input_names(self) -> List[str]:
+    """The signature's input names."""
+    return self.text_fields if self.raw_text else list(INPUT_KEYS)
+
+  def example(self, texts: Sequence[str]) -> Dict[str, np.ndarray]:
+    """One example's text fields as the signature's inputs (NumPy, batch 1)."""
+    if self.raw_text:
+      return {f: np.array([t.encode("utf-8")], dtype=object)
+              for f, t in zip(self.text_fields, texts)}
+    ids = [self.tokenizer.encode(t) for t in texts]
+    packed = packing.pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.seq_length,
+                                 *self._ids)
+    return {k: np.array([packed[k]], dtype=np.int32) for k in INPUT_KEYS}
+
+  def _serve_text(self, *texts):
+    return self._serve(lite.pack_one([self.tokenize(t) for t in texts], self.seq_length,
+                                     *self._ids))
+
+  def _serve(self, inputs: Dict[str, tf.Tensor]):
+    """The encoder's int32 [1, S] inputs -> the outputs."""
+    raise NotImplementedError
+
+
+class LiteClassifier(_LiteModule):
   """Raw text of one example -> probabilities, in TFLite-convertible ops.
 
   Args:
     model: the fine-tuned classifier (an AlbertEncoder or hub.KerasLayer inside).
-    tokenizer: its FullTokenizer (SentencePiece), reproduced by `lite.LiteTokenizer`.
+    tokenizer: its FullTokenizer: SentencePiece (reproduced by `lite.LiteTokenizer`, the
+      signature takes raw text) or WordPiece (the signature takes packed ids).
     seq_length: packed length.
-    text_fields: the signature's string [1] inputs, one or two segments.
+    text_fields: the task's text fields, one or two segments.
     regression: return `score` [1] instead of `probabilities` [1, C].
   """
 
   def __init__(self, model: AlbertClassifier, tokenizer: FullTokenizer, seq_length: int,
                text_fields: Sequence[str], regression: bool):
-    super().__init__(name="albert_lite_classifier")
-    self.model, self.tokenize = model, lite.LiteTokenizer(tokenizer)
-    self._ids = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    self.seq_length, self.text_fields, self.regression = seq_length, list(text_fields), regression
-    spec = [tf.TensorSpec([1], tf.string, name=f) for f in self.text_fields]
-    self.serve = tf.function(self._serve, input_signature=spec)
+    self.model, self.regression = model, regression
+    super().__init__(tokenizer, seq_length, text_fields, "albert_lite_classifier")
 
-  def pack(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """String [1] tensors -> the encoder's int32 [1, S] inputs."""
-    return lite.pack_one([self.tokenize(t) for t in texts], self.seq_length, *self._ids)
-
-  def _serve(self, *texts):
-    logits = self.model(self.pack(*texts), training=False)                       # [1, C]
+  def _serve(self, inputs):
+    logits = self.model(inputs, training=False)                                  # [1, C]
     if self.regression:
       return {"score": logits[:, 0]}                                            # [1]
     return {"probabilities": tf.nn.softmax(logits, axis=-1)}                    # [1, C]
+
+
+class LiteEncoder(_LiteModule):
+  """Raw text of one example -> `sequence_output` [1, S, H], `pooled_output` [1, H] and
+  the `input_mask` [1, S] of the packed tokens, for a head of one's own on device.
+
+  Args:
+    encoder: an AlbertEncoder, or hub.KerasLayer of an exported encoder.
+    tokenizer: its FullTokenizer (SentencePiece: raw text in; WordPiece: packed ids in).
+    seq_length: packed length.
+    text_fields: the text fields, one or two segments.
+  """
+
+  def __init__(self, encoder, tokenizer: FullTokenizer, seq_length: int,
+               text_fields: Sequence[str]):
+    self.encoder = encoder
+    super().__init__(tokenizer, seq_length, text_fields, "albert_lite_encoder")
+
+  def _serve(self, inputs):
+    outputs = self.encoder(inputs, training=False)
+    return {"sequence_output": outputs["sequence_output"],                     # [1, S, H]
+            "pooled_output": outputs["pooled_output"],                         # [1, H]
+            "input_mask": inputs["input_mask"]}                                # [1, S]
 
 
 def custom_op_registerers() -> list:
@@ -70,7 +135,7 @@ def load_interpreter(model_path: str = None, model_content: bytes = None, num_th
                      model_content=model_content, num_threads=num_threads)
 
 
-def convert(module: LiteClassifier, quantization: str = "none",
+def convert(module: _LiteModule, quantization: str = "none",
             representative: Optional[Callable[[], Iterator[Dict[str, np.ndarray]]]] = None
             ) -> bytes:
   """The TFLite flatbuffer of `module.serve`, quantized as asked.
@@ -92,7 +157,7 @@ def convert(module: LiteClassifier, quantization: str = "none",
     return converter.convert()
   if representative is None:
     raise ValueError("--quantization=int8 needs representative examples (--data_dir)")
-  converter.representative_dataset = lambda: ([d[f] for f in module.text_fields]
+  converter.representative_dataset = lambda: ([d[f] for f in module.input_names]
                                               for d in representative())
   # What tf.lite.experimental.QuantizationDebugger does to keep chosen ops in float,
   # without its interpreters (they cannot load the TF Text ops): calibrate, then quantize.

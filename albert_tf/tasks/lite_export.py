@@ -1,7 +1,9 @@
-"""hub_export/export_tflite.py: a run_classifier.py output directory to a TFLite file.
+"""hub_export/export_tflite.py: a run_classifier.py output directory (or a bare encoder)
+to a TFLite file.
 
 Reads what the run recorded (run_config.json: task, model, vocabulary, sequence
-length; its best checkpoint), checks it, and converts with `albert_tf.hub.tflite`.
+length; its best checkpoint), or a released model directory or an encoder
+SavedModel, checks it, and converts with `albert_tf.hub.tflite`.
 """
 
 import dataclasses
@@ -16,10 +18,13 @@ import tensorflow as tf
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import reading_checkpoint
-from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, convert, latency_ms
+from albert_tf.hub.export import released_vocabulary
+from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
+from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, LiteEncoder, convert, latency_ms
+from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.modeling.models import AlbertClassifier, AlbertPretrainer
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.trainer import BEST_PREFIX
 
@@ -77,13 +82,10 @@ def read_classifier_run(model_dir: str) -> ClassifierRun:
   if hub_handle and not os.path.isdir(hub_handle):
     raise FileNotFoundError(f"the encoder SavedModel --model_dir={model_dir} was fine-tuned "
                             f"from, {hub_handle} (from its {RUN_CONFIG}), is missing")
-  if "spm_model_file" not in record:
-    raise ValueError(f"--model_dir={model_dir} uses the WordPiece vocabulary "
-                     f"{record.get('vocab_file')}; TFLite export supports SentencePiece "
-                     "models (raw text in) only so far")
-  spm_model_file = record["spm_model_file"]
-  if not os.path.exists(spm_model_file):
-    raise FileNotFoundError(f"the vocabulary of --model_dir={model_dir}, {spm_model_file} "
+  flag = "spm_model_file" if "spm_model_file" in record else "vocab_file"
+  vocabulary = record.get(flag)
+  if not vocabulary or not os.path.exists(vocabulary):
+    raise FileNotFoundError(f"the vocabulary of --model_dir={model_dir}, {vocabulary} "
                             f"(from its {RUN_CONFIG}), is missing")
   checkpoint = os.path.join(model_dir, BEST_PREFIX)
   if not tf.io.gfile.exists(checkpoint + ".index"):
@@ -92,22 +94,23 @@ def read_classifier_run(model_dir: str) -> ClassifierRun:
     raise ValueError(f"--model_dir={model_dir} holds no checkpoint ({BEST_PREFIX} or "
                      "another): train it first")
   config = AlbertConfig.from_dict(record["model"])
-  tokenizer = FullTokenizer(spm_model_file=spm_model_file,
-                            do_lower_case=record.get("do_lower_case", True))
+  tokenizer = FullTokenizer(do_lower_case=record.get("do_lower_case", True),
+                            **{flag: vocabulary})
   if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"the vocabulary of --model_dir={model_dir}, {spm_model_file}, has "
-                     f"{tokenizer.vocab_size} pieces but its model's vocab_size is "
+    raise ValueError(f"the vocabulary of --model_dir={model_dir}, {vocabulary}, has "
+                     f"{tokenizer.vocab_size} entries but its model's vocab_size is "
                      f"{config.vocab_size}")
   return ClassifierRun(os.path.abspath(model_dir), glue.get_task(task_name), config, tokenizer,
                        int(record["max_seq_length"]), checkpoint, hub_handle)
 
 
-def representative_examples(data_dir: str, task: glue.GlueTask, text_fields: Sequence[str],
+def representative_examples(data_dir: str, task: glue.GlueTask, module,
                             count: int = 100, seed: int = 0) -> List[Dict[str, np.ndarray]]:
-  """`count` examples of the task's train split (drawn with `seed`) as serving inputs."""
+  """`count` examples of the task's train split (drawn with `seed`) as `module`'s inputs."""
   examples = glue.read_examples(data_dir, task, "train")
   order = np.random.default_rng(seed).permutation(len(examples))[:count]
-  return [example_inputs(examples[i], text_fields) for i in order]
+  return [module.example([examples[i].text_a, examples[i].text_b][:len(module.text_fields)])
+          for i in order]
 
 
 def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
@@ -117,19 +120,62 @@ def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
   return {f: np.array([t.encode("utf-8")], dtype=object) for f, t in zip(text_fields, texts)}
 
 
+def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
+  """(encoder, FullTokenizer, AlbertConfig) of a released model directory
+  (albert_config.json, 30k-clean.model, model.ckpt-best) or an encoder SavedModel
+  written by hub_export/export.py (its vocabulary asset)."""
+  if hub_module:
+    if not os.path.isdir(hub_module):
+      raise FileNotFoundError(f"--hub_module={hub_module} is not a directory")
+    loaded = load_saved_model(hub_module)
+    config = config_from_hub(loaded)
+    spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(
+        loaded, f"--hub_module={hub_module}")
+    import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+    encoder = hub.KerasLayer(hub_module, name="albert_hub")
+    return encoder, FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
+                                  do_lower_case=do_lower_case), config
+  if not os.path.isdir(albert_directory):
+    raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
+  spm_model_file, vocab_file = released_vocabulary(albert_directory)
+  files = dict(config=os.path.join(albert_directory, "albert_config.json"),
+               vocabulary=spm_model_file or vocab_file,
+               checkpoint=os.path.join(albert_directory, BEST_PREFIX + ".index"))
+  missing = [f"{k} {v}" for k, v in files.items() if not os.path.exists(v)]
+  if missing:
+    raise FileNotFoundError(f"--albert_directory={albert_directory} lacks its "
+                            + ", ".join(missing))
+  config = AlbertConfig.from_json_file(files["config"])
+  tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file)
+  if tokenizer.vocab_size != config.vocab_size:
+    raise ValueError(f"{files['vocabulary']} has {tokenizer.vocab_size} entries but "
+                     f"{files['config']} says vocab_size={config.vocab_size}")
+  pretrainer = AlbertPretrainer(config)  # the checkpoint holds the pretraining heads too
+  load_checkpoint(pretrainer, os.path.join(albert_directory, BEST_PREFIX))
+  return pretrainer.encoder, tokenizer, config
+
+
 # ----------------------------------------------------------------------------- the command
 
 @dataclasses.dataclass(kw_only=True)
 class TFLiteOptions(Checked):
   """hub_export/export_tflite.py's flags."""
-  model_dir: str = option(help="A run_classifier.py --output_dir: its model.ckpt-best (else "
-                          "latest checkpoint), run_config.json and vocabulary.")
+  model_dir: Optional[str] = option(None, "A run_classifier.py --output_dir: its "
+                                    "model.ckpt-best (else latest checkpoint), "
+                                    "run_config.json and vocabulary.")
+  albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: a "
+                                           "released model directory (albert_config.json, "
+                                           "30k-clean.model, model.ckpt-best).")
+  hub_module: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: an "
+                                     "encoder SavedModel of hub_export/export.py.")
+  segments: int = option(1, "Bare encoder: text inputs, 1 (sentence) or 2 (sentence1, "
+                         "sentence2).", at_least=1, at_most=2)
   output_file: str = option(help="The .tflite file to write; must not exist.")
   quantization: str = option("dynamic_int8", "none (float32), float16 (weights), dynamic_int8 "
                              "(int8 weights, activations quantized on the fly) or int8 (int8 "
                              "matmuls, calibrated on --data_dir).", choices=QUANTIZATIONS)
-  max_seq_length: Optional[int] = option(None, "Packed length (default: the run's).",
-                                         at_least=3)
+  max_seq_length: Optional[int] = option(None, "Packed length (default: the run's; 128 for "
+                                         "a bare encoder).", at_least=3)
   data_dir: Optional[str] = option(None, "The task's GLUE data directory: train.tsv gives "
                                    "the representative examples of --quantization=int8.")
   num_threads: int = option(1, "Threads of the latency check.", at_least=1)
@@ -140,22 +186,38 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   output_file = os.path.abspath(opts.output_file)
   if os.path.exists(output_file):
     raise FileExistsError(f"--output_file={opts.output_file} exists; choose another name")
-  if opts.quantization == "int8" and not opts.data_dir:
-    raise ValueError("--quantization=int8 needs --data_dir (the task's data: its train.tsv "
-                     "calibrates the activation ranges)")
-  run_ = read_classifier_run(opts.model_dir)
-  seq_length = opts.max_seq_length or run_.max_seq_length
-  if seq_length > run_.config.max_position_embeddings:
+  sources = [f"--{k}" for k in ("model_dir", "albert_directory", "hub_module")
+             if getattr(opts, k)]
+  if len(sources) != 1:
+    raise ValueError("pass exactly one of --model_dir (a fine-tuned classifier), "
+                     "--albert_directory or --hub_module (a bare encoder)"
+                     + (f"; got {', '.join(sources)}" if sources else ""))
+  if opts.quantization == "int8" and not (opts.model_dir and opts.data_dir):
+    raise ValueError("--quantization=int8 needs --model_dir and --data_dir (the task's data: "
+                     "its train.tsv calibrates the activation ranges)")
+  if opts.model_dir:
+    run_ = read_classifier_run(opts.model_dir)
+    config, tokenizer, text_fields = run_.config, run_.tokenizer, run_.text_fields
+    seq_length = opts.max_seq_length or run_.max_seq_length
+  else:
+    encoder, tokenizer, config = read_encoder(opts.albert_directory, opts.hub_module)
+    text_fields = ["sentence"] if opts.segments == 1 else ["sentence1", "sentence2"]
+    seq_length = opts.max_seq_length or min(128, config.max_position_embeddings)
+  if seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={seq_length} exceeds the model's "
-                     f"max_position_embeddings={run_.config.max_position_embeddings}")
-  representative = None
-  if opts.data_dir:
-    examples = representative_examples(opts.data_dir, run_.task, run_.text_fields)
-    representative = lambda: iter(examples)
-  module = LiteClassifier(run_.build_model(), run_.tokenizer, seq_length, run_.text_fields,
-                          run_.task.is_regression)
-  print(f"Converting {run_.checkpoint} ({run_.task.name}, seq {seq_length}, "
-        f"--quantization={opts.quantization})")
+                     f"max_position_embeddings={config.max_position_embeddings}")
+  representative, examples = None, None
+  if opts.model_dir:
+    module = LiteClassifier(run_.build_model(), tokenizer, seq_length, text_fields,
+                            run_.task.is_regression)
+    if opts.data_dir:
+      examples = representative_examples(opts.data_dir, run_.task, module)
+      representative = lambda: iter(examples)
+    source = f"{run_.checkpoint} ({run_.task.name}"
+  else:
+    module = LiteEncoder(encoder, tokenizer, seq_length, text_fields)
+    source = f"the encoder of {opts.albert_directory or opts.hub_module} ({len(text_fields)} segment(s)"
+  print(f"Converting {source}, seq {seq_length}, --quantization={opts.quantization})")
   blob = convert(module, opts.quantization, representative)
   os.makedirs(os.path.dirname(output_file), exist_ok=True)
   with tempfile.NamedTemporaryFile(dir=os.path.dirname(output_file), suffix=".tflite",
@@ -166,8 +228,8 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
       os.remove(f.name)
       raise
   os.replace(f.name, output_file)
-  sample = examples[0] if opts.data_dir else {
-      f: np.array([b"ALBERT runs on the device."], dtype=object) for f in run_.text_fields}
+  sample = examples[0] if examples else module.example(["ALBERT runs on the device."] *
+                                                        len(text_fields))
   ms = latency_ms(output_file, sample, opts.num_threads)
   size_mb = len(blob) / 2**20
   print(f"Wrote {output_file}: {size_mb:.1f} MiB; {ms:.1f} ms per example on "
