@@ -124,3 +124,29 @@ def write_wordpiece_vocab(path, texts, max_words=300):
         seen.add(t)
         f.write(t + "\n")
   return str(path)
+
+
+def write_release(directory, cfg, spm_model):
+  """A released model's directory (albert_config.json, 30k-clean.model, an original
+  TF1 model.ckpt-best of random weights); returns the AlbertPretrainer it holds."""
+  import os  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint  # pylint: disable=g-import-not-at-top
+  os.makedirs(directory, exist_ok=True)
+  AlbertConfig.from_dict(cfg).to_json_file(os.path.join(directory, "albert_config.json"))
+  os.symlink(spm_model, os.path.join(directory, "30k-clean.model"))
+  pretrainer = AlbertPretrainer(cfg)
+  save_original_checkpoint(pretrainer, os.path.join(directory, "model.ckpt-best"))
+  return pretrainer
+
+
+def write_classifier_run(directory, model, cfg, max_seq_length, task="MRPC", **vocabulary):
+  """What run_classifier.py leaves in --output_dir for export: `model`'s weights as
+  model.ckpt-best and run_config.json (`vocabulary`: spm_model_file= or vocab_file=)."""
+  import json  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(directory, "model.ckpt-best"))
+  with open(os.path.join(directory, "run_config.json"), "w") as f:
+    json.dump(dict(task=task, model=cfg, hub=None, do_lower_case=True,
+                   max_seq_length=max_seq_length, **vocabulary), f)
+  return str(directory)

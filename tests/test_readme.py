@@ -2,7 +2,6 @@
 names (albert_base/, hub/, out/MRPC/serving)."""
 
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -10,14 +9,12 @@ import sys
 import textwrap
 
 import pytest
-import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf import save_original_checkpoint
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.hub import export
 from albert_tf.tasks import lite_export
 from albert_tf.text.tokenization import FullTokenizer
-from common import TINY, write_wordpiece_vocab
+from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
@@ -41,12 +38,7 @@ def paths(tmp_path_factory, spm_model):
   TF-Hub exports and a fine-tuned classifier's serving export."""
   root = tmp_path_factory.mktemp("readme")
   cfg = dict(TINY, vocab_size=1500, max_position_embeddings=128)
-  base = root / "albert_base"
-  base.mkdir()
-  AlbertConfig.from_dict(cfg).to_json_file(str(base / "albert_config.json"))
-  os.symlink(spm_model, base / "30k-clean.model")
-  pretrainer = AlbertPretrainer(cfg)
-  save_original_checkpoint(pretrainer, str(base / "model.ckpt-best"))
+  pretrainer = write_release(str(root / "albert_base"), cfg, spm_model)
   export.export_encoder(pretrainer, str(root / "hub" / "albert_base"), spm_model_file=spm_model)
   export.export_preprocessor(spm_model, str(root / "hub" / "albert_preprocess"),
                              default_seq_length=128)
@@ -56,23 +48,14 @@ def paths(tmp_path_factory, spm_model):
   classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), num_classes=2)
   export.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
                            FullTokenizer(spm_model_file=spm_model), 32, ("0", "1"))
-  run = root / "mrpc_run"  # what run_classifier.py leaves, for the TFLite block
-  tf.train.Checkpoint(**classifier.checkpoint_items).write(str(run / "model.ckpt-best"))
-  (run / "run_config.json").write_text(json.dumps(dict(
-      task="MRPC", model=cfg, hub=None, spm_model_file=spm_model, do_lower_case=True,
-      max_seq_length=32)))
-  lite_export.run(lite_export.TFLiteOptions(model_dir=str(run),
-                                            output_file=str(root / "mrpc.tflite")))
+  run = write_classifier_run(root / "mrpc_run", classifier, cfg, 32, spm_model_file=spm_model)
+  lite_export.run(lite_export.TFLiteOptions(model_dir=run, output_file=str(root / "mrpc.tflite")))
   zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
   zh_cfg = dict(cfg, vocab_size=zh_tokenizer.vocab_size)
-  zh_run = root / "zh_run"
   zh_classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(zh_cfg)), num_classes=2)
-  tf.train.Checkpoint(**zh_classifier.checkpoint_items).write(str(zh_run / "model.ckpt-best"))
-  (zh_run / "run_config.json").write_text(json.dumps(dict(
-      task="MRPC", model=zh_cfg, hub=None, vocab_file=str(zh / "vocab_chinese.txt"),
-      do_lower_case=True, max_seq_length=32)))
-  lite_export.run(lite_export.TFLiteOptions(model_dir=str(zh_run),
-                                            output_file=str(root / "zh.tflite")))
+  zh_run = write_classifier_run(root / "zh_run", zh_classifier, zh_cfg, 32,
+                                vocab_file=str(zh / "vocab_chinese.txt"))
+  lite_export.run(lite_export.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
   return root
 
 

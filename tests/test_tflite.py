@@ -19,7 +19,7 @@ from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks import classification as classifier
 from albert_tf.tasks import lite_export
 from albert_tf.text import lite, packing, tokenization
-from common import CORPUS, fuzz_texts
+from common import CORPUS, fuzz_texts, write_classifier_run, write_release
 from test_glue import CFG, SEQ, write_keyword_task
 from test_squad import TRICKY
 
@@ -212,10 +212,7 @@ def test_single_sentence_and_regression_signatures(tmp_path, spm_model):
     task = glue.get_task(name)
     out = tmp_path / name
     model = AlbertClassifier(AlbertEncoder(CFG), task.num_labels)
-    tf.train.Checkpoint(**model.checkpoint_items).write(str(out / "model.ckpt-best"))
-    (out / "run_config.json").write_text(json.dumps(dict(
-        task=name, model=CFG, hub=None, spm_model_file=spm_model, do_lower_case=True,
-        max_seq_length=16)))
+    write_classifier_run(out, model, CFG, 16, task=name, spm_model_file=spm_model)
     pairs = name == "STS-B"
     export_classifier(model, str(out / "serving"), tokenizer, 16, task.labels, pairs=pairs)
     path = tmp_path / f"{name}.tflite"
@@ -272,11 +269,7 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
   device equal the encoder's on FullTokenizer's packed ids."""
   cfg = dict(CFG, max_position_embeddings=64)
   release = tmp_path / "albert_tiny"
-  release.mkdir()
-  AlbertConfig.from_dict(cfg).to_json_file(str(release / "albert_config.json"))
-  shutil.copy(spm_model, release / "30k-clean.model")
-  pretrainer = AlbertPretrainer(cfg)
-  save_original_checkpoint(pretrainer, str(release / "model.ckpt-best"))
+  pretrainer = write_release(str(release), cfg, spm_model)
   from albert_tf.hub.export import export_encoder  # pylint: disable=g-import-not-at-top
   hub_dir = export_encoder(pretrainer, str(tmp_path / "hub"), spm_model_file=spm_model)
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
@@ -320,10 +313,7 @@ def test_wordpiece_classifiers_take_the_ids_fulltokenizer_packs(tmp_path):
   cfg = dict(CFG, vocab_size=tokenizer.vocab_size)
   run = tmp_path / "zh_run"
   model = AlbertClassifier(AlbertEncoder(cfg), 2)
-  tf.train.Checkpoint(**model.checkpoint_items).write(str(run / "model.ckpt-best"))
-  (run / "run_config.json").write_text(json.dumps(dict(
-      task="MRPC", model=cfg, hub=None, vocab_file=vocab, do_lower_case=True,
-      max_seq_length=24)))
+  write_classifier_run(run, model, cfg, 24, vocab_file=vocab)
   export_classifier(model, str(run / "serving"), tokenizer, 24, ("0", "1"))
   path = tmp_path / "zh.tflite"
   lite_export.run(lite_export.TFLiteOptions(model_dir=str(run), output_file=str(path),
