@@ -117,7 +117,8 @@ def _time_worker(path: str, threads: int) -> float:
 
 
 def _accuracy(path: str, saved_path: str, run, data_dir: str, limit: int) -> tuple:
-  """(dev accuracy, label agreement with the SavedModel) of a .tflite file."""
+  """(dev accuracy, label agreement with the SavedModel, largest probability difference
+  from it) of a .tflite file."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
@@ -131,12 +132,12 @@ def _accuracy(path: str, saved_path: str, run, data_dir: str, limit: int) -> tup
                                   for n, a in zip(saved_names, ("text_a", "text_b"))}
                                )["probabilities"].numpy() for i in range(0, len(dev), 32)])
   if path == saved_path:
-    return float(np.mean(want.argmax(-1) == labels)), 1.0
+    return float(np.mean(want.argmax(-1) == labels)), 1.0, 0.0
   runner = tflite.load_interpreter(model_path=path).get_signature_runner()
   got = np.concatenate([runner(**example_inputs(e, run.text_fields))["probabilities"]
                         for e in dev])
   return (float(np.mean(got.argmax(-1) == labels)),
-          float(np.mean(got.argmax(-1) == want.argmax(-1))))
+          float(np.mean(got.argmax(-1) == want.argmax(-1))), float(np.abs(got - want).max()))
 
 
 def main(_):
@@ -175,7 +176,7 @@ def main(_):
   print(f"\n{run.config.hidden_size}-hidden, {run.config.num_hidden_layers}-layer classifier, "
         f"seq {seq}, batch 1; median of {FLAGS.rounds} processes")
   header = "| model | file (MB) | " + " | ".join(f"ms, {t} thread(s)" for t in FLAGS.threads)
-  header += " | dev accuracy | agreement |" if with_accuracy else " |"
+  header += " | dev accuracy | agreement | max prob. difference |" if with_accuracy else " |"
   print(header)
   print("|" + "---|" * (header.count("|") - 1))
   base = {t: statistics.median(latency[("SavedModel", t)]) for t in FLAGS.threads}
@@ -185,8 +186,9 @@ def main(_):
       ms = statistics.median(latency[(k, t)])
       cells.append(f"{ms:.1f} ({base[t] / ms:.2f}x)")
     if with_accuracy:
-      acc, agree = _accuracy(path, paths["SavedModel"], run, data_dir, FLAGS.max_dev_examples)
-      cells += [f"{acc:.3f}", f"{agree:.3f}"]
+      acc, agree, diff = _accuracy(path, paths["SavedModel"], run, data_dir,
+                                   FLAGS.max_dev_examples)
+      cells += [f"{acc:.3f}", f"{agree:.3f}", f"{diff:.1e}"]
     print("| " + " | ".join(cells) + " |")
   print(f"(files in {work})")
 
