@@ -91,3 +91,45 @@ def test_gelu_is_the_tanh_approximation():
   np.testing.assert_allclose(activations.get("swish")(tf.constant(x)).numpy(), x / (1 + np.exp(-x)),
                              rtol=1e-5, atol=1e-6)
   np.testing.assert_array_equal(activations.get("relu")(tf.constant(x)).numpy(), np.maximum(x, 0))
+
+
+def test_fused_gelu_for_16_bit_training_is_gelu_and_its_derivative():
+  """The fused training GELU: its float32-math gradient equals autodiff of the reference
+  at 1e-5, and in bfloat16 values and gradient are the tanh form's to bfloat16 rounding."""
+  x64 = np.linspace(-6, 6, 241)
+  c = np.sqrt(2 / np.pi)
+  t = np.tanh(c * (x64 + 0.044715 * x64 ** 3))
+  value = 0.5 * x64 * (1 + t)
+  slope = 0.5 * (1 + t) + 0.5 * x64 * (1 - t ** 2) * c * (1 + 3 * 0.044715 * x64 ** 2)
+  step = 1e-6   # the closed form above against the function itself
+  np.testing.assert_allclose(
+      slope, (0.5 * (x64 + step) * (1 + np.tanh(c * ((x64 + step) + 0.044715 * (x64 + step) ** 3)))
+              - 0.5 * (x64 - step) * (1 + np.tanh(c * ((x64 - step) + 0.044715 * (x64 - step) ** 3))))
+      / (2 * step), atol=1e-6)
+
+  x32 = tf.constant(x64, tf.float32)
+  with tf.GradientTape() as tape:
+    tape.watch(x32)
+    y = activations.gelu(x32)
+  np.testing.assert_allclose(activations._gelu_backward_fused(x32, tf.ones_like(x32)).numpy(),
+                             tape.gradient(y, x32).numpy(), atol=1e-5)
+  assert activations.for_training(activations.gelu, tf.float32) is activations.gelu
+  fused = activations.for_training(activations.get("gelu"), tf.bfloat16)
+  assert fused is activations.gelu_fused
+  assert activations.for_training(tf.nn.relu, tf.bfloat16) is tf.nn.relu
+
+  x16 = tf.constant(x64, tf.bfloat16)
+  dy = tf.constant(np.linspace(-2, 2, 241), tf.bfloat16)
+  with tf.GradientTape() as tape:
+    tape.watch(x16)
+    y16 = fused(x16)
+  grad = tape.gradient(y16, x16, output_gradients=dy)
+  assert y16.dtype == grad.dtype == tf.bfloat16
+  x_rounded = tf.cast(x16, tf.float64).numpy()   # the function at bfloat16's x
+  t = np.tanh(c * (x_rounded + 0.044715 * x_rounded ** 3))
+  slope = 0.5 * (1 + t) + 0.5 * x_rounded * (1 - t ** 2) * c * (1 + 3 * 0.044715 * x_rounded ** 2)
+  ulp = 2.0 ** -8   # one rounding to bfloat16 of a value computed in float32
+  np.testing.assert_allclose(tf.cast(y16, tf.float64).numpy(), 0.5 * x_rounded * (1 + t),
+                             rtol=ulp, atol=1e-6)
+  np.testing.assert_allclose(tf.cast(grad, tf.float64).numpy(),
+                             slope * tf.cast(dy, tf.float64).numpy(), rtol=ulp, atol=1e-5)

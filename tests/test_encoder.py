@@ -1,3 +1,4 @@
+import contextlib
 import json
 import re
 
@@ -345,3 +346,67 @@ def test_a_model_of_the_pooled_output_alone_runs_the_last_ffn_on_the_first_token
   sequence = _dot_row_counts(lambda x: encoder(x)["sequence_output"], inputs, 48)
   assert sequence == {16: 3}, sequence
   assert pooled == {16: 2, 2: 1}, pooled
+
+
+def _function_names(concrete_function):
+  graph = concrete_function.graph.as_graph_def()
+  return {f.signature.name for f in graph.library.function}
+
+
+def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
+  """In a mixed_bfloat16 training step the FFN's GELU is the fused XLA kernel both ways
+  (not in inference, nor in float32); the step's gradients are float32's to bfloat16
+  precision, also under MirroredStrategy (two CPU replicas, gradients summed)."""
+  inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
+  target = tf.random.stateless_normal([4, 11, 32], seed=[3, 4])
+
+  def gradients(policy, strategy=None):
+    keras.mixed_precision.set_global_policy(policy)
+    keras.utils.set_random_seed(0)
+    with strategy.scope() if strategy else contextlib.nullcontext():
+      encoder = AlbertEncoder(GROUPED)
+    for i, block in enumerate(b for group in encoder.groups for b in group):
+      # FFN inputs of standard deviation ~3 (initial weights keep them near 0, where
+      # GELU is about x / 2 and a wrong gradient would pass).
+      block.intermediate.kernel.assign(tf.random.stateless_normal([32, 48], seed=[5, i]) * 0.5)
+
+    def loss_and_grads(x, y):
+      with tf.GradientTape() as tape:
+        out = encoder(x, training=True)
+        loss = tf.reduce_sum(tf.cast(out["sequence_output"], tf.float32) * y) \
+            + tf.reduce_sum(tf.cast(out["pooled_output"], tf.float32))
+      return [tf.convert_to_tensor(g) for g in tape.gradient(loss, encoder.trainable_variables)]
+
+    step = tf.function(loss_and_grads)
+    names = _function_names(step.get_concrete_function(inputs, target))
+    if strategy is None:
+      return [g.numpy() for g in step(inputs, target)], names
+    halves = [{k: v[2 * i:2 * i + 2] for k, v in inputs.items()} for i in range(2)]
+    per_replica = strategy.run(step, args=(
+        strategy.experimental_distribute_values_from_function(
+            lambda context: halves[context.replica_id_in_sync_group]),
+        strategy.experimental_distribute_values_from_function(
+            lambda context: target[2 * context.replica_id_in_sync_group:][:2])))
+    return [strategy.reduce("SUM", g, axis=None).numpy() for g in per_replica], names
+
+  want, names32 = gradients("float32")
+  got, names16 = gradients("mixed_bfloat16")
+  fused = lambda names: {n for n in names if "gelu_" in n and "fused" in n}
+  assert not fused(names32)
+  # forward and backward kernels (one per shape: all tokens, first tokens)
+  assert {n.split("_fused")[0] for n in fused(names16)} == {
+      "__inference__gelu_forward", "__inference__gelu_backward"}, names16
+  scale = max(np.abs(g).max() for g in want)
+  for a, b in zip(want, got):
+    np.testing.assert_allclose(b, a, atol=0.03 * scale)
+  assert scale > 1.0   # gradients large enough to disagree
+
+  devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+  mirrored, _ = gradients("mixed_bfloat16", tf.distribute.MirroredStrategy(devices))
+  for a, b in zip(want, mirrored):
+    np.testing.assert_allclose(b, a, atol=0.03 * scale)
+
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  encoder = AlbertEncoder(GROUPED)
+  infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
+  assert not fused(_function_names(infer))

@@ -140,11 +140,12 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     if training and (self.hidden_dropout_prob or self.attention_probs_dropout_prob):
       seed = self._random_generator.make_seed_for_stateless_op()              # [2]
     if not (training and self.recompute):
-      return self._apply(inputs, attention_bias, w, seed, first_token)
+      return self._apply(inputs, attention_bias, w, seed, first_token, bool(training))
     keys = sorted(w)
     # The seed is captured, not an argument: the recomputation reuses its value.
     apply = tf.recompute_grad(
-        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, first_token))
+        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, first_token,
+                                             True))
     return apply(inputs, attention_bias, *[w[k] for k in keys])
 
   def _keep_masks(self, seed, batch, seq, dtype):
@@ -182,18 +183,20 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     probs = self._dropout(probs, keep, self.attention_probs_dropout_prob)
     return tf.matmul(probs, v)                                               # [B, N, Q, D]
 
-  def _project_and_feed_forward(self, context, x, w, keeps):
+  def _project_and_feed_forward(self, context, x, w, keeps, training=False):
     """Attention output projection, FFN, residuals and LayerNorms on rows: [R, H] -> [R, H]."""
     attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
     attention = self._dropout(attention, keeps[0], self.hidden_dropout_prob)
     attention = self.attention_layer_norm(attention + x)                     # [R, H]
     inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
-    inner = self._activation(inner)                                          # [R, I]
+    activation = activations.for_training(self._activation, inner.dtype) if training else \
+        self._activation   # in 16-bit training: one fused kernel each way
+    inner = activation(inner)                                                # [R, I]
     ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [R, H]
     ffn = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)
     return self.output_layer_norm(ffn + attention)                           # [R, H]
 
-  def _apply(self, inputs, attention_bias, w, seed, first_token=False):
+  def _apply(self, inputs, attention_bias, w, seed, first_token=False, training=False):
     """The block's math: [B, S, H] -> [B, S, H] (and [B, H] for the first token)."""
     batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
@@ -206,7 +209,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
     context = self._attend(q, k, v, attention_bias, keeps[0])                # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
-    out = tf.reshape(self._project_and_feed_forward(context, x, w, keeps[1:]),
+    out = tf.reshape(self._project_and_feed_forward(context, x, w, keeps[1:], training),
                      [batch, seq, h])                                        # [B, S, H]
     if not first_token:
       return out
@@ -218,7 +221,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     keep0 = None if keeps[0] is None else keeps[0][:, :, :1]                 # [B, N, 1, S]
     context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0), [-1, h])  # [B, H]
     first = self._project_and_feed_forward(
-        context0, x0, w, [first_row(keep) for keep in keeps[1:]])            # [B, H]
+        context0, x0, w, [first_row(keep) for keep in keeps[1:]], training)  # [B, H]
     return out, first
 
   def get_config(self):
