@@ -8,7 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf.modeling import heads, layers
+from albert_tf.modeling import activations, heads, layers
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
 
@@ -269,10 +269,13 @@ def _optimized_graph_nodes(concrete_function):
   return [list(optimized.node)] + [list(f.node_def) for f in optimized.library.function]
 
 
-def test_shared_weight_gradients_are_summed_as_they_come():
+def test_shared_weight_gradients_are_summed_as_they_come(monkeypatch):
   """Six applications of one block: the optimized gradient graph never adds all six kernel
   (or bias) gradients in one AddN, which would hold them all at once (9.6 GB for
   ALBERT-xxlarge); and the gradients are those of the plain graph."""
+  # Training's fused GELU differs from inference's in the last bits; this test is about
+  # the sums, so both modes run the same activation.
+  monkeypatch.setattr(activations, "for_training", lambda activation: activation)
   cfg = dict(TINY, num_hidden_layers=6, num_hidden_groups=1, inner_group_num=1,
              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
@@ -353,48 +356,68 @@ def _function_names(concrete_function):
   return {f.signature.name for f in graph.library.function}
 
 
-def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
-  """In a mixed_bfloat16 training step the FFN's GELU is the fused XLA kernel both ways
-  (not in inference, nor in float32); the step's gradients are float32's to bfloat16
-  precision, also under MirroredStrategy (two CPU replicas, gradients summed)."""
+def _fused_gelu_gradients(policy, strategy=None):
+  """Gradients of a GROUPED encoder's training step under `policy` (FFN inputs of
+  standard deviation ~3), and the names of the step's functions."""
   inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
   target = tf.random.stateless_normal([4, 11, 32], seed=[3, 4])
+  keras.mixed_precision.set_global_policy(policy)
+  keras.utils.set_random_seed(0)
+  with strategy.scope() if strategy else contextlib.nullcontext():
+    encoder = AlbertEncoder(GROUPED)
+  for i, block in enumerate(b for group in encoder.groups for b in group):
+    # FFN inputs of standard deviation ~3 (initial weights keep them near 0, where
+    # GELU is about x / 2 and a wrong gradient would pass).
+    block.intermediate.kernel.assign(tf.random.stateless_normal([32, 48], seed=[5, i]) * 0.5)
 
-  def gradients(policy, strategy=None):
-    keras.mixed_precision.set_global_policy(policy)
-    keras.utils.set_random_seed(0)
-    with strategy.scope() if strategy else contextlib.nullcontext():
-      encoder = AlbertEncoder(GROUPED)
-    for i, block in enumerate(b for group in encoder.groups for b in group):
-      # FFN inputs of standard deviation ~3 (initial weights keep them near 0, where
-      # GELU is about x / 2 and a wrong gradient would pass).
-      block.intermediate.kernel.assign(tf.random.stateless_normal([32, 48], seed=[5, i]) * 0.5)
+  def loss_and_grads(x, y):
+    with tf.GradientTape() as tape:
+      out = encoder(x, training=True)
+      loss = tf.reduce_sum(tf.cast(out["sequence_output"], tf.float32) * y) \
+          + tf.reduce_sum(tf.cast(out["pooled_output"], tf.float32))
+    return [tf.convert_to_tensor(g) for g in tape.gradient(loss, encoder.trainable_variables)]
 
-    def loss_and_grads(x, y):
-      with tf.GradientTape() as tape:
-        out = encoder(x, training=True)
-        loss = tf.reduce_sum(tf.cast(out["sequence_output"], tf.float32) * y) \
-            + tf.reduce_sum(tf.cast(out["pooled_output"], tf.float32))
-      return [tf.convert_to_tensor(g) for g in tape.gradient(loss, encoder.trainable_variables)]
+  step = tf.function(loss_and_grads)
+  names = _function_names(step.get_concrete_function(inputs, target))
+  if strategy is None:
+    return [g.numpy() for g in step(inputs, target)], names
+  halves = [{k: v[2 * i:2 * i + 2] for k, v in inputs.items()} for i in range(2)]
+  per_replica = strategy.run(step, args=(
+      strategy.experimental_distribute_values_from_function(
+          lambda context: halves[context.replica_id_in_sync_group]),
+      strategy.experimental_distribute_values_from_function(
+          lambda context: target[2 * context.replica_id_in_sync_group:][:2])))
+  return [strategy.reduce("SUM", g, axis=None).numpy() for g in per_replica], names
 
-    step = tf.function(loss_and_grads)
-    names = _function_names(step.get_concrete_function(inputs, target))
-    if strategy is None:
-      return [g.numpy() for g in step(inputs, target)], names
-    halves = [{k: v[2 * i:2 * i + 2] for k, v in inputs.items()} for i in range(2)]
-    per_replica = strategy.run(step, args=(
-        strategy.experimental_distribute_values_from_function(
-            lambda context: halves[context.replica_id_in_sync_group]),
-        strategy.experimental_distribute_values_from_function(
-            lambda context: target[2 * context.replica_id_in_sync_group:][:2])))
-    return [strategy.reduce("SUM", g, axis=None).numpy() for g in per_replica], names
 
-  want, names32 = gradients("float32")
-  got, names16 = gradients("mixed_bfloat16")
-  fused = lambda names: {n for n in names if "gelu_" in n and "fused" in n}
-  assert not fused(names32)
+def _fused_gelu_names(names):
+  return {n for n in names if "gelu_" in n and "fused" in n}
+
+
+def test_float32_training_runs_the_fused_gelu_with_the_reference_gradients(monkeypatch):
+  """In a float32 training step the FFN's GELU is the fused XLA kernel both ways, and the
+  step's gradients equal those of the reference ops (autodiff of tf.nn.gelu) at 1e-5."""
+  got, names = _fused_gelu_gradients("float32")
   # forward and backward kernels (one per shape: all tokens, first tokens)
-  assert {n.split("_fused")[0] for n in fused(names16)} == {
+  assert {n.split("_fused")[0] for n in _fused_gelu_names(names)} == {
+      "__inference__gelu_forward", "__inference__gelu_backward"}, names
+  monkeypatch.setattr(activations, "for_training", lambda activation: activation)
+  want, names = _fused_gelu_gradients("float32")
+  assert not _fused_gelu_names(names)
+  scale = max(np.abs(g).max() for g in want)
+  assert scale > 1.0   # gradients large enough to disagree
+  for a, b in zip(want, got):
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * scale)
+
+
+def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
+  """In a mixed_bfloat16 training step the FFN's GELU is the fused XLA kernel both ways
+  (not in inference); the step's gradients are float32's to bfloat16 precision, also
+  under MirroredStrategy (two CPU replicas, gradients summed)."""
+  inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
+  want, _ = _fused_gelu_gradients("float32")
+  got, names16 = _fused_gelu_gradients("mixed_bfloat16")
+  assert {n.split("_fused")[0] for n in _fused_gelu_names(names16)} == {
       "__inference__gelu_forward", "__inference__gelu_backward"}, names16
   scale = max(np.abs(g).max() for g in want)
   for a, b in zip(want, got):
@@ -402,11 +425,11 @@ def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
   assert scale > 1.0   # gradients large enough to disagree
 
   devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-  mirrored, _ = gradients("mixed_bfloat16", tf.distribute.MirroredStrategy(devices))
+  mirrored, _ = _fused_gelu_gradients("mixed_bfloat16", tf.distribute.MirroredStrategy(devices))
   for a, b in zip(want, mirrored):
     np.testing.assert_allclose(b, a, atol=0.03 * scale)
 
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   encoder = AlbertEncoder(GROUPED)
   infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
-  assert not fused(_function_names(infer))
+  assert not _fused_gelu_names(_function_names(infer))

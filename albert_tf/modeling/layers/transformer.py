@@ -189,8 +189,8 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     attention = self._dropout(attention, keeps[0], self.hidden_dropout_prob)
     attention = self.attention_layer_norm(attention + x)                     # [R, H]
     inner = tf.nn.bias_add(tf.matmul(attention, w["intermediate_kernel"]), w["intermediate_bias"])
-    activation = activations.for_training(self._activation, inner.dtype) if training else \
-        self._activation   # in 16-bit training: one fused kernel each way
+    # In training: one fused kernel each way.
+    activation = activations.for_training(self._activation) if training else self._activation
     inner = activation(inner)                                                # [R, I]
     ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [R, H]
     ffn = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)

@@ -1,0 +1,114 @@
+"""Where a train step's time goes: op time by op type, from `tf.profiler`.
+
+Runs the plain user step of `benchmark_peers.py` (a tf.function over
+AlbertEncoder + Dense + Keras Adam) under the profiler and sums, per op type,
+the time of the ops TensorFlow's executor ran (the threads of the host plane).
+Shares are of the summed op time, which on 2 cores is about twice the wall
+time; the wall time per step is printed too.
+
+  python benchmarks/profile_step.py --dtype=bfloat16 --top=25
+"""
+
+import collections
+import glob
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+import albert_tf
+
+flags.DEFINE_string("preset", "base", "AlbertConfig preset.")
+flags.DEFINE_integer("batch_size", 8, "Examples per step.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
+flags.DEFINE_enum("dtype", "bfloat16", ["float32", "bfloat16"], "Compute dtype.")
+flags.DEFINE_enum("mode", "train", ["train", "infer"], "What the step does.")
+flags.DEFINE_integer("steps", 3, "Profiled steps.")
+flags.DEFINE_integer("top", 25, "Op types to print.")
+FLAGS = flags.FLAGS
+
+
+def make_step(config, mode):
+  """The benchmark's plain user step: AlbertEncoder + Dense(2), Keras Adam."""
+  encoder = albert_tf.AlbertEncoder(config)
+  head = keras.layers.Dense(2, dtype="float32")
+  optimizer = keras.optimizers.Adam(1e-5)
+  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+  @tf.function
+  def train(x, y):
+    with tf.GradientTape() as tape:
+      loss = loss_fn(y, head(encoder(x, training=True)["pooled_output"]))
+    variables = encoder.trainable_variables + head.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  @tf.function
+  def infer(x, y):
+    del y
+    return head(encoder(x, training=False)["pooled_output"])
+
+  return train if mode == "train" else infer
+
+
+def op_times(logdir):
+  """{op type: summed microseconds} of the executor's ops in the profile under `logdir`."""
+  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+  space = xplane_pb2.XSpace()
+  with open(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0], "rb") as f:
+    space.ParseFromString(f.read())
+  totals = collections.Counter()
+  for plane in space.planes:
+    if not plane.name.startswith("/host:CPU"):
+      continue
+    for line in plane.lines:
+      for event in line.events:
+        name = plane.event_metadata[event.metadata_id].name
+        # Executor op events are named "op_name:OpType"; the executor's own and the
+        # function's events ("ExecutorState::Process", "__inference_...") enclose them.
+        op_type = name.rsplit(":", 1)[-1].strip()
+        if ":" not in name or "::" in name or op_type.startswith("__") or " " in op_type:
+          continue
+        totals[op_type] += event.duration_ps / 1e6
+  return totals
+
+
+def main(_):
+  keras.mixed_precision.set_global_policy(
+      "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
+  config = albert_tf.AlbertConfig.from_preset(FLAGS.preset)
+  step = make_step(config, FLAGS.mode)
+  rng = np.random.default_rng(0)
+  b, s = FLAGS.batch_size, FLAGS.seq_length
+  x = dict(input_word_ids=tf.constant(rng.integers(5, config.vocab_size, (b, s)), tf.int32),
+           input_mask=tf.ones([b, s], tf.int32), input_type_ids=tf.zeros([b, s], tf.int32))
+  y = tf.constant(rng.integers(0, 2, b), tf.int32)
+  for _ in range(2):
+    np.asarray(step(x, y))   # trace and warm up
+  logdir = tempfile.mkdtemp(prefix="albert_tf_profile_")
+  times = []
+  tf.profiler.experimental.start(logdir)
+  for _ in range(FLAGS.steps):
+    start = time.perf_counter()
+    np.asarray(step(x, y))
+    times.append(time.perf_counter() - start)
+  tf.profiler.experimental.stop()
+  totals = op_times(logdir)
+  whole = sum(totals.values())
+  print(f"{FLAGS.preset} {FLAGS.mode} {FLAGS.dtype} b{b} s{s}: {statistics.median(times):.3f} s "
+        f"per step (profiled); op time {whole / 1e6 / FLAGS.steps:.3f} s per step")
+  for op, us in totals.most_common(FLAGS.top):
+    print(f"  {op:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
+
+
+if __name__ == "__main__":
+  app.run(main)
