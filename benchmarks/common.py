@@ -27,17 +27,21 @@ def pydoc_vocabulary(vocab_size: int = VOCAB_SIZE, spm_model_file=None) -> str:
   return vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=vocab_size)
 
 
+def preset_config(preset: str) -> AlbertConfig:
+  """"small" (H=128, 4 layers), or any AlbertConfig preset ("base", "xxlarge_v2", ...)."""
+  if preset == "small":
+    return AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=4,
+                        num_attention_heads=4, intermediate_size=512)
+  return AlbertConfig.from_preset(preset)
+
+
 def workspace(prefix: str, preset: str):
   """(directory, SentencePiece model, albert_config.json) for a benchmark: ALBERT-base
   ("base") or a small model ("small": H=128, 4 layers), with a pydoc vocabulary."""
   tmp = tempfile.mkdtemp(prefix=prefix)
   corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
   spm = vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=VOCAB_SIZE)
-  if preset == "base":
-    config = AlbertConfig.from_preset("base")
-  else:
-    config = AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=4,
-                          num_attention_heads=4, intermediate_size=512)
+  config = preset_config(preset)
   config_file = os.path.join(tmp, "albert_config.json")
   AlbertConfig.from_dict(dict(config.to_dict(), vocab_size=VOCAB_SIZE)).to_json_file(config_file)
   return tmp, spm, config_file

@@ -26,8 +26,9 @@ import tensorflow as tf
 import tf_keras as keras
 
 import albert_tf
+import common
 
-flags.DEFINE_string("preset", "base", "AlbertConfig preset.")
+flags.DEFINE_string("preset", "base", "An AlbertConfig preset, or small (H=128, 4 layers).")
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example.")
 flags.DEFINE_enum("dtype", "bfloat16", ["float32", "bfloat16"], "Compute dtype.")
@@ -85,7 +86,7 @@ def op_times(logdir):
 def main(_):
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
-  config = albert_tf.AlbertConfig.from_preset(FLAGS.preset)
+  config = common.preset_config(FLAGS.preset)
   step = make_step(config, FLAGS.mode)
   rng = np.random.default_rng(0)
   b, s = FLAGS.batch_size, FLAGS.seq_length

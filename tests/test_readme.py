@@ -117,3 +117,18 @@ def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
   assert all(float(seconds) > 0 and 0 <= float(accuracy) <= 1 for _, seconds, accuracy in runs)
   ratios = re.findall(r"^  R \((buckets|fixed)\) = T64 / T128 = ([\d.]+)$", done.stdout, re.M)
   assert [r[0] for r in ratios] == ["buckets", "fixed"], done.stdout
+
+
+def test_the_step_profile_sums_op_time_by_type():
+  """benchmarks/profile_step.py (the README's breakdown of a train step) reads the
+  profiler's trace: the forward, backward and update ops are there, and the shares of
+  the listed op types add up to the whole."""
+  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "profile_step.py"),
+                         "--preset=small", "--batch_size=2", "--seq_length=16", "--steps=1",
+                         "--dtype=float32", "--top=50"],
+                        capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  rows = re.findall(r"^  (\w+) +([\d.]+) s +([\d.]+)%$", done.stdout, re.M)
+  ops = [op for op, _, _ in rows]
+  assert {"_MklMatMul", "_MklSoftmax", "BiasAddGrad", "AssignSubVariableOp"} <= set(ops), ops
+  assert 90 <= sum(float(share) for _, _, share in rows) <= 100.5, done.stdout
