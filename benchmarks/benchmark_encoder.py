@@ -23,6 +23,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 import albert_tf
+import common  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_string("preset", "base", "AlbertConfig preset.")
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
@@ -62,23 +63,7 @@ BUILDERS = {"albert_tf": build_albert_tf, "tf_models": build_tf_models}
 def make_step(impl, config, mode, jit):
   """A compiled step function of one implementation."""
   encoder, pooled = BUILDERS[impl](config)
-  head = keras.layers.Dense(2, dtype="float32")
-  optimizer = keras.optimizers.Adam(1e-5)
-  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-  @tf.function(jit_compile=jit)
-  def train(x, y):
-    with tf.GradientTape() as tape:
-      loss = loss_fn(y, head(pooled(x, True)))
-    variables = encoder.trainable_variables + head.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
-  @tf.function(jit_compile=jit)
-  def infer(x, y):
-    return head(pooled(x, False))
-
-  return train if mode == "train" else infer
+  return common.plain_step(encoder, mode, jit_compile=jit, pooled=pooled)
 
 
 def time_block(step, inputs, labels, steps):

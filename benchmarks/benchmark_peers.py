@@ -101,29 +101,13 @@ def run_albert_tf(spec):
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   from albert_tf.data import records  # pylint: disable=g-import-not-at-top
+  import common  # pylint: disable=g-import-not-at-top
 
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32")
   config = albert_tf.AlbertConfig.from_preset(spec["preset"])
-  encoder = albert_tf.AlbertEncoder(config, recompute=spec.get("recompute", False))
-  head = keras.layers.Dense(2, dtype="float32")
-  optimizer = keras.optimizers.Adam(1e-5)
-  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-  @tf.function(jit_compile=spec.get("xla", False))
-  def train(x, y):
-    with tf.GradientTape() as tape:
-      loss = loss_fn(y, head(encoder(x, training=True)["pooled_output"]))
-    variables = encoder.trainable_variables + head.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
-  @tf.function(jit_compile=spec.get("xla", False))
-  def infer(x, y):
-    del y
-    return head(encoder(x, training=False)["pooled_output"])
-
-  step = train if spec["mode"] == "train" else infer
+  step = common.plain_step(albert_tf.AlbertEncoder(config, recompute=spec.get("recompute", False)),
+                           spec["mode"], jit_compile=spec.get("xla", False))
   lengths = records.bucket_lengths(spec["seq"])
 
   def as_inputs(batch):

@@ -35,6 +35,33 @@ def preset_config(preset: str) -> AlbertConfig:
   return AlbertConfig.from_preset(preset)
 
 
+def plain_step(encoder, mode: str, jit_compile=False, pooled=None):
+  """A plain user step, nothing of this project's loop: a tf.function over `encoder`
+  + Dense(2) with Keras Adam ("train") or the forward pass ("infer"); (x, y) -> tensor.
+  `pooled(x, training)` gives the pooled output (default: an albert_tf encoder's)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  pooled = pooled or (lambda x, training: encoder(x, training=training)["pooled_output"])
+  head = keras.layers.Dense(2, dtype="float32")
+  optimizer = keras.optimizers.Adam(1e-5)
+  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+  @tf.function(jit_compile=jit_compile)
+  def train(x, y):
+    with tf.GradientTape() as tape:
+      loss = loss_fn(y, head(pooled(x, True)))
+    variables = encoder.trainable_variables + head.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  @tf.function(jit_compile=jit_compile)
+  def infer(x, y):
+    del y
+    return head(pooled(x, False))
+
+  return train if mode == "train" else infer
+
+
 def workspace(prefix: str, preset: str):
   """(directory, SentencePiece model, albert_config.json) for a benchmark: ALBERT-base
   ("base") or a small model ("small": H=128, 4 layers), with a pydoc vocabulary."""

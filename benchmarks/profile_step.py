@@ -38,29 +38,6 @@ flags.DEFINE_integer("top", 25, "Op types to print.")
 FLAGS = flags.FLAGS
 
 
-def make_step(config, mode):
-  """The benchmark's plain user step: AlbertEncoder + Dense(2), Keras Adam."""
-  encoder = albert_tf.AlbertEncoder(config)
-  head = keras.layers.Dense(2, dtype="float32")
-  optimizer = keras.optimizers.Adam(1e-5)
-  loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-  @tf.function
-  def train(x, y):
-    with tf.GradientTape() as tape:
-      loss = loss_fn(y, head(encoder(x, training=True)["pooled_output"]))
-    variables = encoder.trainable_variables + head.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
-  @tf.function
-  def infer(x, y):
-    del y
-    return head(encoder(x, training=False)["pooled_output"])
-
-  return train if mode == "train" else infer
-
-
 def op_times(logdir):
   """{op type: summed microseconds} of the executor's ops in the profile under `logdir`."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
@@ -87,7 +64,7 @@ def main(_):
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
   config = common.preset_config(FLAGS.preset)
-  step = make_step(config, FLAGS.mode)
+  step = common.plain_step(albert_tf.AlbertEncoder(config), FLAGS.mode)
   rng = np.random.default_rng(0)
   b, s = FLAGS.batch_size, FLAGS.seq_length
   x = dict(input_word_ids=tf.constant(rng.integers(5, config.vocab_size, (b, s)), tf.int32),
