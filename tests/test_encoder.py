@@ -8,7 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf.modeling import activations, heads, layers
+from albert_tf.modeling import activations, heads, layers, recompute
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
 
@@ -254,6 +254,41 @@ def test_recompute_gives_the_same_loss_and_gradients(dtype):
   for variable, a, b in zip(encoder.trainable_variables, kept, recomputed):
     np.testing.assert_allclose(b, a, atol=atol, err_msg=variable.name)
   assert max(np.abs(a).max() for a in kept) > 10 * atol  # gradients that can differ
+
+
+def test_recompute_grad_replays_the_block_without_copying_its_weights():
+  """recompute.recompute_grad: the gradients of plain autodiff (for the tensor arguments
+  and a variable read inside), the block run again in the backward pass, and no
+  weight-shaped copy there (tf.recompute_grad adds a zero to every argument)."""
+  rng = np.random.default_rng(0)
+  x = tf.constant(rng.normal(size=(6, 4)), tf.float32)
+  kernel = tf.constant(rng.normal(size=(4, 5)), tf.float32)   # the only [4, 5] tensors
+  scale = tf.Variable(rng.normal(size=(5,)), dtype=tf.float32)
+  block = lambda h, w: tf.math.tanh(tf.matmul(h, w)) * scale                 # [6, 5]
+
+  def gradients(wrap):
+    @tf.function
+    def step(x, kernel):
+      with tf.GradientTape() as tape:
+        tape.watch([x, kernel])
+        loss = tf.reduce_sum(wrap(block)(x, kernel) ** 2)
+      return tape.gradient(loss, [x, kernel, scale])
+
+    graph = step.get_concrete_function(x, kernel).graph
+    weight_copies = [op.name for op in graph.get_operations() if op.type in ("Add", "AddV2")
+                     and op.outputs[0].shape == kernel.shape]
+    tanhs = sum(op.type == "Tanh" for op in graph.get_operations())
+    return [g.numpy() for g in step(x, kernel)], weight_copies, tanhs
+
+  want, _, tanhs_kept = gradients(lambda f: f)
+  got, copies, tanhs = gradients(recompute.recompute_grad)
+  assert tanhs == tanhs_kept + 1                                 # run again in the backward
+  assert not copies
+  for a, b in zip(got, want):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+  assert min(np.abs(g).max() for g in want) > 1e-2
+  _, copies, _ = gradients(tf.recompute_grad)
+  assert copies          # the check sees the copies where they are
 
 
 def _optimized_graph_nodes(concrete_function):

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling.recompute import recompute_grad
 from albert_tf.modeling.layers.layer_norm import LayerNorm
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
@@ -32,9 +33,9 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
 
   Dropout masks come from one seed per application, drawn from the block's own
   tf.random.Generator (checkpointed by the Trainer for exact resume). With
-  `recompute`, training keeps only the block's input for the backward pass and
-  computes the rest again there (`tf.recompute_grad`), with the same seed and so
-  the same masks: the same gradients for much less activation memory.
+  `recompute`, training keeps only the block's inputs for the backward pass and
+  computes the rest again there (`albert_tf.modeling.recompute`), with the same
+  seed and so the same masks: the same gradients for much less activation memory.
 
   Args:
     hidden_size: H.
@@ -139,13 +140,16 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     seed = None
     if training and (self.hidden_dropout_prob or self.attention_probs_dropout_prob):
       seed = self._random_generator.make_seed_for_stateless_op()              # [2]
-    if not (training and self.recompute):
+    # The application with `first_token` (the last) keeps its activations: its backward
+    # runs first, so they are gone before any replay and the peak stays one block's;
+    # and a pooled classifier's graph can still prune its unused full path, which a
+    # replay would compute twice more (forward again, then backward on zeros).
+    if not (training and self.recompute) or first_token:
       return self._apply(inputs, attention_bias, w, seed, first_token, bool(training))
     keys = sorted(w)
     # The seed is captured, not an argument: the recomputation reuses its value.
-    apply = tf.recompute_grad(
-        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, first_token,
-                                             True))
+    apply = recompute_grad(
+        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, False, True))
     return apply(inputs, attention_bias, *[w[k] for k in keys])
 
   def _keep_masks(self, seed, batch, seq, dtype):
