@@ -19,8 +19,11 @@ Sections:
                padded per batch. R = time at 128 / time at 512.
   memory       peak memory of training steps at seq 512 without and with recompute
                (ALBERT-large b4, ALBERT-xxlarge b1, float32): activation memory = the peak
-               resident set of such a step less that of a step on one 8-token example
-               (weights, optimizer slots, gradients), and the step time.
+               of tensor bytes in TF's CPU allocator (tf.config.experimental.get_memory_info)
+               during such a step less that during a step on one 8-token example (weights,
+               optimizer slots, gradients, the update's temporaries), the peak resident
+               set of the process, and the step time; the median of --memory_rounds
+               processes each.
 """
 
 import json
@@ -43,6 +46,7 @@ flags.DEFINE_integer("steps", 4, "Timed steps per process.")
 flags.DEFINE_integer("rounds", 3, "Processes per implementation and setting (alternating).")
 flags.DEFINE_integer("real_batch_size", 8, "real_length: examples per step.")
 flags.DEFINE_list("memory_presets", ["large", "xxlarge"], "memory: model sizes.")
+flags.DEFINE_integer("memory_rounds", 2, "memory: processes per setting (alternating).")
 flags.DEFINE_string("json_output", None, "Also write every measurement here.")
 flags.DEFINE_string("worker", None, "Internal: run one measurement (JSON spec) and print it.")
 FLAGS = flags.FLAGS
@@ -126,9 +130,12 @@ def run_albert_tf(spec):
     tiny = {k: v[:1, :8] for k, v in data[0][0].items()}
     step(tiny, data[0][1][:1])
     reset_peak()
+    tf.config.experimental.reset_memory_stats("CPU:0")
     step(tiny, data[0][1][:1])
     base = rss_bytes("VmHWM")
+    tensor_base = tf.config.experimental.get_memory_info("CPU:0")["peak"]
     reset_peak()
+    tf.config.experimental.reset_memory_stats("CPU:0")
   shapes = {}
   for x, y in data:
     shapes.setdefault(int(x["input_mask"].shape[-1]), (x, y))
@@ -143,7 +150,8 @@ def run_albert_tf(spec):
                 examples_per_second=spec["batch"] / statistics.median(times),
                 tokens=int(sum(int(np.prod(x["input_mask"].shape)) for x, _ in data[1:])))
   if spec.get("memory"):
-    result.update(activation_bytes=rss_bytes("VmHWM") - base, state_bytes=base)
+    result.update(activation_bytes=tf.config.experimental.get_memory_info("CPU:0")["peak"]
+                  - tensor_base, state_bytes=tensor_base, peak_bytes=rss_bytes("VmHWM"))
   return result
 
 
@@ -215,10 +223,11 @@ def measure(spec):
 
 # ----------------------------------------------------------------------------- sections
 
-def alternate(specs):
-  """{name: [result of each round]} over `FLAGS.rounds` rounds of every spec in turn."""
+def alternate(specs, rounds=None):
+  """{name: [result of each round]} over `rounds` (`FLAGS.rounds`) rounds of every spec in
+  turn."""
   results = {name: [] for name in specs}
-  for _ in range(FLAGS.rounds):
+  for _ in range(rounds or FLAGS.rounds):
     for name, spec in specs.items():
       results[name].append(measure(spec))
   return results
@@ -278,20 +287,18 @@ def memory():
   rows = []
   for preset in FLAGS.memory_presets:
     common = dict(preset=preset, batch=MEMORY_BATCH[preset], seq=512, dtype="float32",
-                  mode="train", steps=2, impl="albert_tf", memory=True)
-    got = {}
-    for recompute in (False, True):
-      got[recompute] = [measure(dict(common, recompute=recompute))]
-    kept, recomputed = got[False][0], got[True][0]
+                  mode="train", steps=3, impl="albert_tf", memory=True)
+    got = alternate({False: dict(common, recompute=False), True: dict(common, recompute=True)},
+                    FLAGS.memory_rounds)
+    gib = lambda recompute, key: median(got[recompute], key) / 2**30
     row = dict(section="memory", preset=preset, batch=MEMORY_BATCH[preset],
-               activation_gib=kept["activation_bytes"] / 2**30,
-               activation_gib_recompute=recomputed["activation_bytes"] / 2**30,
-               state_gib=kept["state_bytes"] / 2**30,
-               peak_gib=(kept["state_bytes"] + kept["activation_bytes"]) / 2**30,
-               peak_gib_recompute=(recomputed["state_bytes"] + recomputed["activation_bytes"])
-               / 2**30,
-               seconds_per_step=kept["seconds_per_step"],
-               seconds_per_step_recompute=recomputed["seconds_per_step"])
+               activation_gib=gib(False, "activation_bytes"),
+               activation_gib_recompute=gib(True, "activation_bytes"),
+               state_gib=gib(False, "state_bytes"),
+               peak_gib=gib(False, "peak_bytes"), peak_gib_recompute=gib(True, "peak_bytes"),
+               seconds_per_step=median(got[False], "seconds_per_step"),
+               seconds_per_step_recompute=median(got[True], "seconds_per_step"),
+               processes=FLAGS.memory_rounds)
     row["memory_ratio"] = row["activation_gib"] / row["activation_gib_recompute"]
     row["time_ratio"] = row["seconds_per_step_recompute"] / row["seconds_per_step"]
     rows.append(row)
@@ -299,7 +306,8 @@ def memory():
           f"{row['activation_gib_recompute']:.2f} GiB with recompute "
           f"({row['memory_ratio']:.1f}x less), step {row['seconds_per_step']:.1f} s -> "
           f"{row['seconds_per_step_recompute']:.1f} s ({row['time_ratio']:.2f}x); peak resident "
-          f"{row['peak_gib']:.2f} GiB -> {row['peak_gib_recompute']:.2f} GiB", flush=True)
+          f"{row['peak_gib']:.2f} GiB -> {row['peak_gib_recompute']:.2f} GiB "
+          f"(median of {FLAGS.memory_rounds} processes each)", flush=True)
   return rows
 
 

@@ -37,6 +37,7 @@ flags.DEFINE_enum("dtype", "bfloat16", ["float32", "bfloat16"], "Compute dtype."
 flags.DEFINE_enum("mode", "train", ["train", "infer"], "What the step does.")
 flags.DEFINE_integer("steps", 3, "Profiled steps.")
 flags.DEFINE_integer("top", 25, "Op types to print.")
+flags.DEFINE_bool("recompute", False, "AlbertEncoder(recompute=True): the blocks run again in the backward pass.")
 FLAGS = flags.FLAGS
 
 
@@ -66,7 +67,7 @@ def main(_):
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
   config = common.preset_config(FLAGS.preset)
-  step = common.plain_step(albert_tf.AlbertEncoder(config), FLAGS.mode)
+  step = common.plain_step(albert_tf.AlbertEncoder(config, recompute=FLAGS.recompute), FLAGS.mode)
   rng = np.random.default_rng(0)
   b, s = FLAGS.batch_size, FLAGS.seq_length
   x = dict(input_word_ids=tf.constant(rng.integers(5, config.vocab_size, (b, s)), tf.int32),
