@@ -258,36 +258,45 @@ def test_recompute_gives_the_same_loss_and_gradients(dtype):
 
 def test_recompute_grad_replays_the_block_without_copying_its_weights():
   """recompute.recompute_grad: the gradients of plain autodiff (for the tensor arguments
-  and a variable read inside), the block run again in the backward pass, and no
-  weight-shaped copy there (tf.recompute_grad adds a zero to every argument)."""
+  and a variable read inside), the block run again in the backward pass but for the
+  matmul whose result it keeps, and no weight-shaped copy there (tf.recompute_grad adds
+  a zero to every argument)."""
   rng = np.random.default_rng(0)
   x = tf.constant(rng.normal(size=(6, 4)), tf.float32)
   kernel = tf.constant(rng.normal(size=(4, 5)), tf.float32)   # the only [4, 5] tensors
+  bias = tf.constant(rng.normal(size=(5,)), tf.float32)
   scale = tf.Variable(rng.normal(size=(5,)), dtype=tf.float32)
-  block = lambda h, w: tf.math.tanh(tf.matmul(h, w)) * scale                 # [6, 5]
+
+  def block(h, w, b, kept=None):                                              # [6, 5] each
+    if kept is None:
+      dense = tf.nn.bias_add(tf.matmul(h, w), b)
+    else:
+      dense = layers.transformer.dense_of_known_value(h, w, b, kept)
+    return tf.math.tanh(dense) * scale, dense
 
   def gradients(wrap):
     @tf.function
-    def step(x, kernel):
+    def step(x, kernel, bias):
       with tf.GradientTape() as tape:
-        tape.watch([x, kernel])
-        loss = tf.reduce_sum(wrap(block)(x, kernel) ** 2)
-      return tape.gradient(loss, [x, kernel, scale])
+        tape.watch([x, kernel, bias])
+        loss = tf.reduce_sum(wrap(block)(x, kernel, bias) ** 2)
+      return tape.gradient(loss, [x, kernel, bias, scale])
 
-    graph = step.get_concrete_function(x, kernel).graph
-    weight_copies = [op.name for op in graph.get_operations() if op.type in ("Add", "AddV2")
-                     and op.outputs[0].shape == kernel.shape]
-    tanhs = sum(op.type == "Tanh" for op in graph.get_operations())
-    return [g.numpy() for g in step(x, kernel)], weight_copies, tanhs
+    ops = step.get_concrete_function(x, kernel, bias).graph.get_operations()
+    weight_copies = [op.name for op in ops
+                     if op.type in ("Add", "AddV2") and op.outputs[0].shape == kernel.shape]
+    counts = {kind: sum(op.type == kind for op in ops) for kind in ("Tanh", "MatMul")}
+    return [g.numpy() for g in step(x, kernel, bias)], weight_copies, counts
 
-  want, _, tanhs_kept = gradients(lambda f: f)
-  got, copies, tanhs = gradients(recompute.recompute_grad)
-  assert tanhs == tanhs_kept + 1                                 # run again in the backward
+  want, _, kept = gradients(lambda f: lambda *a: f(*a)[0])
+  got, copies, recomputed = gradients(recompute.recompute_grad)
+  assert recomputed["Tanh"] == kept["Tanh"] + 1                  # run again in the backward,
+  assert recomputed["MatMul"] == kept["MatMul"]                  # but not its kept matmul
   assert not copies
   for a, b in zip(got, want):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
   assert min(np.abs(g).max() for g in want) > 1e-2
-  _, copies, _ = gradients(tf.recompute_grad)
+  _, copies, _ = gradients(lambda f: tf.recompute_grad(lambda *a: f(*a)[0]))
   assert copies          # the check sees the copies where they are
 
 

@@ -7,25 +7,26 @@ import tensorflow as tf
 def recompute_grad(f):
   """`f(x, *args)` that keeps only its inputs for the backward pass and runs again there.
 
-  The same contract as `tf.recompute_grad`, for a block that takes its weights as
-  tensor arguments: [B, S, H] hidden states `x` and tensors `args` (the block's
-  read-once weights and its attention bias) in, one tensor out; variables `f` reads
-  itself (the LayerNorms') get their gradients too. Memory is saved where the
-  backward pass is built in a graph (a tf.function step, as every training step
-  here is).
+  As `tf.recompute_grad`, for a block that takes its weights as tensor arguments:
+  [B, S, H] hidden states `x` and tensors `args` (the block's read-once weights and
+  its attention bias) in. `f(x, *args, kept=None)` returns `(output, kept)`: its
+  output and a tensor to keep for the backward pass, which the replay gets back as
+  `kept=` (a result that is cheap to store and dear to compute again); the wrapped
+  function returns `output`. Variables `f` reads itself (the LayerNorms') get their
+  gradients too. Memory is saved where the backward pass is built in a graph (a
+  tf.function step, as every training step here is).
 
   `tf.recompute_grad` makes every argument wait for the output gradient by adding a
   zero computed from it (so XLA, which drops control dependencies, cannot replay
-  the block early). With weights as arguments that is a pass over every weight
-  matrix per application: for ALBERT-xxlarge ~0.8 GiB of weights written again at
-  each of its 12 layers, which made the recomputed step ~7% slower. Here only `x`
-  waits on the gradient (a [B, S, H] add); the replay depends on `x`, so it still
-  cannot start before the gradient of its output exists.
+  the block early). With weights as arguments that is a copy of every weight matrix
+  per application: for ALBERT-xxlarge ~0.8 GiB written at each of its 12 layers.
+  Here only `x` waits on the gradient (a [B, S, H] add); the replay depends on `x`,
+  so it still cannot start before the gradient of its output exists.
   """
 
   @tf.custom_gradient
   def wrapped(x, *args):
-    outputs = f(x, *args)
+    outputs, kept = f(x, *args)
 
     def grad(output_grad, variables=None):
       first = tf.reshape(output_grad, [-1])[:1]                              # [<=1]
@@ -36,7 +37,7 @@ def recompute_grad(f):
       with tf.GradientTape() as tape:
         tape.watch([x_again, *args])
         tape.watch(variables)
-        again = f(x_again, *args)
+        again, _ = f(x_again, *args, kept=kept)
       grads = tape.gradient(again, [x_again, *args] + variables, output_gradients=output_grad,
                             unconnected_gradients=tf.UnconnectedGradients.ZERO)
       n = 1 + len(args)

@@ -13,6 +13,18 @@ from albert_tf.modeling.layers.layer_norm import LayerNorm
 # head size, I intermediate size, T = B * S tokens.
 
 
+@tf.custom_gradient
+def dense_of_known_value(inputs, kernel, bias, value):
+  """`inputs @ kernel + bias` whose value is known already: returns `value` [R, O], with
+  the dense layer's gradients for `inputs` [R, I], `kernel` [I, O] and `bias` [O]."""
+  def grad(upstream):                                                        # [R, O]
+    return (tf.matmul(upstream, kernel, transpose_b=True),                  # [R, I]
+            tf.matmul(inputs, upstream, transpose_a=True),                  # [I, O]
+            tf.reduce_sum(upstream, 0),                                     # [O]
+            None)
+  return tf.identity(value), grad
+
+
 @keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   """Self-attention + FFN with residuals and post-LayerNorm, as `attention_ffn_block`.
@@ -147,10 +159,13 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     if not (training and self.recompute) or first_token:
       return self._apply(inputs, attention_bias, w, seed, first_token, bool(training))
     keys = sorted(w)
-    # The seed is captured, not an argument: the recomputation reuses its value.
-    apply = recompute_grad(
-        lambda x, bias, *values: self._apply(x, bias, dict(zip(keys, values)), seed, False, True))
-    return apply(inputs, attention_bias, *[w[k] for k in keys])
+    # The seed is captured, not an argument: the recomputation reuses its value. The
+    # FFN output projection's result is kept: the replay takes it instead of the
+    # [T, I] x [I, H] matmul (a third of the block's matmuls) for one [T, H] tensor.
+    def block(x, bias, *values, kept=None):
+      return self._apply(x, bias, dict(zip(keys, values)), seed, training=True, ffn=kept,
+                         return_ffn=True)
+    return recompute_grad(block)(inputs, attention_bias, *[w[k] for k in keys])
 
   def _keep_masks(self, seed, batch, seq, dtype):
     """The three dropout keep masks of one application (None where there is no dropout).
@@ -187,8 +202,9 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     probs = self._dropout(probs, keep, self.attention_probs_dropout_prob)
     return tf.matmul(probs, v)                                               # [B, N, Q, D]
 
-  def _project_and_feed_forward(self, context, x, w, keeps, training=False):
-    """Attention output projection, FFN, residuals and LayerNorms on rows: [R, H] -> [R, H]."""
+  def _project_and_feed_forward(self, context, x, w, keeps, training=False, ffn=None):
+    """Attention output projection, FFN, residuals and LayerNorms on rows: [R, H] -> [R, H],
+    and the FFN output projection's [R, H] result (`ffn` when given: its known value)."""
     attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
     attention = self._dropout(attention, keeps[0], self.hidden_dropout_prob)
     attention = self.attention_layer_norm(attention + x)                     # [R, H]
@@ -196,12 +212,19 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     # In training: one fused kernel each way.
     activation = activations.for_training(self._activation) if training else self._activation
     inner = activation(inner)                                                # [R, I]
-    ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [R, H]
-    ffn = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)
-    return self.output_layer_norm(ffn + attention)                           # [R, H]
+    if ffn is None:
+      ffn = tf.nn.bias_add(tf.matmul(inner, w["output_kernel"]), w["output_bias"])  # [R, H]
+    else:
+      ffn = dense_of_known_value(inner, w["output_kernel"], w["output_bias"], ffn)  # [R, H]
+    dropped = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)
+    return self.output_layer_norm(dropped + attention), ffn                  # [R, H] each
 
-  def _apply(self, inputs, attention_bias, w, seed, first_token=False, training=False):
-    """The block's math: [B, S, H] -> [B, S, H] (and [B, H] for the first token)."""
+  def _apply(self, inputs, attention_bias, w, seed, first_token=False, training=False, ffn=None,
+             return_ffn=False):
+    """The block's math: [B, S, H] -> [B, S, H] (and [B, H] for the first token).
+
+    `return_ffn` also returns the FFN output projection's [T, H] result, and `ffn`
+    gives it (so the replay of a recomputed block skips that matmul)."""
     batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
     n, d, h = self.num_attention_heads, self.head_size, self.hidden_size
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
@@ -213,8 +236,10 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
     context = self._attend(q, k, v, attention_bias, keeps[0])                # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
-    out = tf.reshape(self._project_and_feed_forward(context, x, w, keeps[1:], training),
-                     [batch, seq, h])                                        # [B, S, H]
+    out, ffn = self._project_and_feed_forward(context, x, w, keeps[1:], training, ffn)
+    out = tf.reshape(out, [batch, seq, h])                                   # [B, S, H]
+    if return_ffn:
+      return out, ffn
     if not first_token:
       return out
 
@@ -224,7 +249,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     q0 = q[:, :, :1]                                                         # [B, N, 1, D]
     keep0 = None if keeps[0] is None else keeps[0][:, :, :1]                 # [B, N, 1, S]
     context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0), [-1, h])  # [B, H]
-    first = self._project_and_feed_forward(
+    first, _ = self._project_and_feed_forward(
         context0, x0, w, [first_row(keep) for keep in keeps[1:]], training)  # [B, H]
     return out, first
 
