@@ -319,7 +319,7 @@ def main(_):
     return
   import platform  # pylint: disable=g-import-not-at-top
   print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; each figure the "
-        f"median of {FLAGS.rounds} processes", flush=True)
+        f"median of {FLAGS.rounds} processes ({FLAGS.memory_rounds} in memory)", flush=True)
   rows = []
   for section in FLAGS.sections:
     rows += {"uniform": uniform, "real_length": real_length, "memory": memory}[section]()
