@@ -61,9 +61,10 @@ class AlbertEncoder(keras.Model):
 
   Args:
     config: an AlbertConfig, a dict of its fields, or a preset name.
-    recompute: in training, keep only each block's input for the backward pass
-      and compute the block again there (activation memory of one block instead
-      of L; about one more forward pass of time). Gradients are unchanged.
+    recompute: in training, keep only each block's input (and its FFN output) for
+      the backward pass and compute the block again there (activation memory of
+      about one block instead of L; about two thirds of a forward pass more time).
+      Gradients are unchanged.
   """
 
   def __init__(self, config: Union[AlbertConfig, dict, str], recompute: bool = False, **kwargs):

@@ -1,11 +1,11 @@
-"""Activation recompute for one transformer block: keep its inputs, run it again in
-the backward pass."""
+"""Activation recompute for one transformer block: keep its inputs (and one tensor it
+chooses), run it again in the backward pass."""
 
 import tensorflow as tf
 
 
 def recompute_grad(f):
-  """`f(x, *args)` that keeps only its inputs for the backward pass and runs again there.
+  """`f(x, *args)` that keeps its inputs (and `kept`) for the backward pass and runs again there.
 
   As `tf.recompute_grad`, for a block that takes its weights as tensor arguments:
   [B, S, H] hidden states `x` and tensors `args` (the block's read-once weights and

@@ -50,7 +50,7 @@ class RuntimeOptions(Checked):
   recompute: bool = option(
       False, "Recompute each transformer block in the backward pass instead of keeping its "
       "activations: far less training memory (ALBERT-large and larger at long sequences) for "
-      "about one more forward pass of time; the same gradients.")
+      "about two thirds of a forward pass more time; the same gradients.")
   bucket_by_length: bool = option(
       True, "Cut each batch's padding to the smallest of a few lengths (32, 64, 96, 128, then "
       "multiples of 64, up to --max_seq_length) that holds its longest example: the same "
