@@ -129,10 +129,8 @@ def run_albert_tf(spec):
     # above it is its activations.
     tiny = {k: v[:1, :8] for k, v in data[0][0].items()}
     step(tiny, data[0][1][:1])
-    reset_peak()
     tf.config.experimental.reset_memory_stats("CPU:0")
     step(tiny, data[0][1][:1])
-    base = rss_bytes("VmHWM")
     tensor_base = tf.config.experimental.get_memory_info("CPU:0")["peak"]
     reset_peak()
     tf.config.experimental.reset_memory_stats("CPU:0")

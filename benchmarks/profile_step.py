@@ -37,7 +37,8 @@ flags.DEFINE_enum("dtype", "bfloat16", ["float32", "bfloat16"], "Compute dtype."
 flags.DEFINE_enum("mode", "train", ["train", "infer"], "What the step does.")
 flags.DEFINE_integer("steps", 3, "Profiled steps.")
 flags.DEFINE_integer("top", 25, "Op types to print.")
-flags.DEFINE_bool("recompute", False, "AlbertEncoder(recompute=True): the blocks run again in the backward pass.")
+flags.DEFINE_bool("recompute", False,
+                  "AlbertEncoder(recompute=True): the blocks run again in the backward pass.")
 FLAGS = flags.FLAGS
 
 
