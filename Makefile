@@ -1,25 +1,37 @@
 # `make test` and `make demo` need nothing but python3: the first run builds .venv.
+# Another Python: `make test PYTHON=python3.12` builds and uses .venv-3.12 beside .venv.
 PYTHON ?= python3
-VENV := .venv
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Test processes run side by side (pytest-xdist), each test file on one of them, so that
+# a file's shared fixtures are built once; `make test WORKERS=1` runs them one by one.
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: test demo bench venv clean
+.PHONY: test test-fast demo bench venv clean
 
 venv: $(STAMP)
 
 # Rebuilt when pyproject.toml changes (new or changed dependencies).
 $(STAMP): pyproject.toml
+	@test -n "$(PYVER)" || { echo "$(PYTHON) does not run; set PYTHON=python3.11 (or 3.12, 3.13)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing albert_tf and its pinned stack into $(VENV) (first run: a few minutes)..."
 	@$(BIN)/python -m pip install -e '.[test]' > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "pip install failed; full log: $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
+# Everything, the slow tests included.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -rs tests
+	$(PYTEST) tests
+
+# The inner loop: every test but those marked slow (learning runs, subprocess kills).
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow" tests
 
 demo: $(STAMP)
 	$(BIN)/python demo.py

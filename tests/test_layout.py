@@ -15,7 +15,7 @@ from albert_tf import cli
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "albert_tf"
 
-# What each folder may import from albert_tf (besides itself), as the README's table says.
+# What each folder may import from albert_tf (besides itself), as docs/architecture.md's table says.
 ALLOWED = {
     "modeling": {"files"},
     "text": {"files", "cli"},

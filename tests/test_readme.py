@@ -1,5 +1,5 @@
-"""Every Python block of the README runs as written, on tiny stand-ins for the paths it
-names (albert_base/, hub/, out/MRPC/serving)."""
+"""Every Python block of the README and of docs/*.md runs as written, on tiny stand-ins for
+the paths it names (albert_base/, hub/, out/MRPC/serving)."""
 
 import json
 import pathlib
@@ -16,20 +16,35 @@ from albert_tf.tasks import lite_export
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README] + sorted((ROOT / "docs").glob("*.md"))
 
 
 def python_blocks():
-  """(line, code) of every ```python block, indented ones (in lists) included."""
-  text = README.read_text()
-  blocks = []
-  for match in re.finditer(r"^( *)```python\n(.*?)^\1```", text, re.M | re.S):
-    blocks.append((text[:match.start()].count("\n") + 1, textwrap.dedent(match.group(2))))
+  """{"file:line": code} of every ```python block, indented ones (in lists) included."""
+  blocks = {}
+  for page in PAGES:
+    text = page.read_text()
+    for match in re.finditer(r"^( *)```python\n(.*?)^\1```", text, re.M | re.S):
+      line = text[:match.start()].count("\n") + 1
+      blocks[f"{page.relative_to(ROOT)}:{line}"] = textwrap.dedent(match.group(2))
   return blocks
 
 
-def test_the_readme_has_python_blocks():
-  assert len(python_blocks()) >= 4
+def test_the_readme_and_docs_have_python_blocks():
+  places = list(python_blocks())
+  assert sum(p.startswith("README.md") for p in places) >= 1
+  assert sum(p.startswith("docs/") for p in places) >= 4
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
+  readme = README.read_text()
+  for page in PAGES[1:]:
+    assert f"(docs/{page.name})" in readme, f"README.md does not link {page.name}"
+  for page in PAGES:
+    for target in re.findall(r"\]\(([^)#:]+\.md)\)", page.read_text()):
+      assert (page.parent / target).is_file(), f"{page.name} links {target}, which is missing"
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +75,19 @@ def paths(tmp_path_factory, spm_model):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_readme_python_block_runs(index, paths, monkeypatch):
-  line, code = python_blocks()[index]
+@pytest.mark.parametrize("place", list(python_blocks()))
+def test_readme_python_block_runs(place, paths, monkeypatch):
+  code = python_blocks()[place]
   monkeypatch.chdir(paths)
-  exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "readme"})  # pylint: disable=exec-used
+  exec(compile(code, place, "exec"), {"__name__": "readme"})  # pylint: disable=exec-used
   if 'model.save("classifier")' in code:
     assert (paths / "classifier" / "saved_model.pb").exists()
 
 
 def benchmark_commands():
-  """Every `python benchmarks/X.py --flags...` command of the README, continuation lines
-  joined: (script, [flag names])."""
-  text = README.read_text().replace("\\\n", " ")
+  """Every `python benchmarks/X.py --flags...` command of the README and docs/,
+  continuation lines joined: (script, [flag names])."""
+  text = "\n".join(page.read_text() for page in PAGES).replace("\\\n", " ")
   return [(m.group(1), re.findall(r"--(?:no)?(\w+)", m.group(2)))
           for m in re.finditer(r"^python (benchmarks/\w+\.py)(.*)$", text, re.M)]
 
@@ -80,9 +95,8 @@ def benchmark_commands():
 def test_the_readme_s_benchmark_commands_name_real_flags():
   commands = benchmark_commands()
   assert any(script.endswith("benchmark_peers.py") for script, _ in commands)
-  root = README.parent
   for script, names in commands:
-    done = subprocess.run([sys.executable, str(root / script), "--helpfull"],
+    done = subprocess.run([sys.executable, str(ROOT / script), "--helpfull"],
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr and "--" in done.stdout, done.stderr[-2000:]
     for name in names:
@@ -95,7 +109,7 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   ~15 MB by which the allocator's peak moves with the order ops happen to run in)."""
   spec = dict(impl="albert_tf", preset="base", batch=4, seq=128, dtype="float32", mode="train",
               steps=1, lengths="fixed", bucket=False, memory=True, recompute=False)
-  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "benchmark_peers.py"),
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
                          "--worker=" + json.dumps(spec)], capture_output=True, text=True,
                         timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
@@ -108,7 +122,7 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
   """Its runs are real run_classifier.py processes (a small model, a few steps), each
   reporting its training time and dev accuracy, and an R per padding mode."""
-  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "benchmark_real_length.py"),
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_real_length.py"),
                          "--preset=small", "--steps=4", "--batch_size=4", "--rounds=1",
                          "--runs=128:buckets,64:buckets,128:fixed,64:fixed"],
                         capture_output=True, text=True, timeout=900)
@@ -125,7 +139,7 @@ def test_the_step_profile_sums_op_time_by_type():
   """benchmarks/profile_step.py (the README's breakdown of a train step) reads the
   profiler's trace: the forward, backward and update ops are there, and the shares of
   the listed op types add up to the whole."""
-  done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "profile_step.py"),
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_step.py"),
                          "--preset=small", "--batch_size=2", "--seq_length=16", "--steps=1",
                          "--dtype=float32", "--top=50"],
                         capture_output=True, text=True, timeout=600)
