@@ -20,7 +20,7 @@ ALLOWED = {
     "modeling": {"files"},
     "text": {"files", "cli"},
     "data": {"text", "files", "cli", "progress"},
-    "training": {"files", "progress"},
+    "training": {"modeling", "files", "progress"},
     "hub": {"modeling", "text", "cli", "files"},
     "files.py": set(),
     "cli.py": set(),

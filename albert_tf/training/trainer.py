@@ -29,6 +29,7 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.files import atomic_checkpoint, find_corrupt_record, reading_checkpoint
 from albert_tf.progress import progress_bar
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
@@ -67,23 +68,6 @@ def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
   with atomic_checkpoint(prefix) as tmp_prefix:
     tf.train.Checkpoint(**items).write(tmp_prefix)
   return prefix
-
-
-def random_generators(model: keras.Model) -> List[tf.random.Generator]:
-  """The tf.random.Generators of `model`'s random layers (dropout built with
-  rng_type="stateful", and each transformer block's source of dropout seeds),
-  created now if the model is not built yet, in a fixed order, for the training
-  checkpoint: tf_keras keeps them out of model checkpoints, and without them a
-  resumed run draws other masks. Call it in the strategy's scope."""
-  found = []
-  for layer in model.submodules:
-    rng = getattr(layer, "_random_generator", None)
-    if not isinstance(layer, keras.layers.Layer) or not hasattr(rng, "_maybe_init"):
-      continue
-    rng._maybe_init()  # pylint: disable=protected-access
-    if isinstance(getattr(rng, "_generator", None), tf.random.Generator):
-      found.append(rng._generator)  # pylint: disable=protected-access
-  return found
 
 
 class Trainer:
