@@ -85,6 +85,12 @@ def test_encoder_savedmodel_matches_in_process_model(released):
     np.testing.assert_array_equal(wide["pooled_output"].numpy(), got["pooled_output"].numpy())
 
   loaded = released.loaded
+  # Called as TF-Hub callers often do, without `training`: the inference outputs.
+  plain = loaded({k: tf.constant(v) for k, v in encoder_inputs(x).items()})
+  np.testing.assert_allclose(plain["pooled_output"].numpy(), want["pooled_output"].numpy(),
+                             atol=1e-5)
+  np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), want["mlm_logits"].numpy(),
+                             atol=1e-5)
   mlm = hub.KerasLayer(loaded.mlm, signature=None)(x)
   sop = hub.KerasLayer(loaded.sop, signature=None)(encoder_inputs(x))
   assert mlm["mlm_logits"].shape == (2, 4, cfg["vocab_size"])
