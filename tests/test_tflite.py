@@ -133,11 +133,8 @@ def test_pack_one_equals_pack_inputs(seq_length):
 
 @pytest.fixture(scope="module")
 def mrpc_run(tmp_path_factory, spm_model):
-  """A tiny classifier fine-tuned on the learnable MRPC-format task, with its SavedModel.
-  Seeded here: a module fixture is built before the per-test reset, and the int8 test's
-  agreement depended on what an earlier test left in the process (issue 39)."""
-  keras.backend.clear_session()
-  keras.utils.set_random_seed(0)
+  """A tiny classifier fine-tuned on the learnable MRPC-format task, with its SavedModel
+  (seeded by conftest's module reset, whatever ran before)."""
   root = tmp_path_factory.mktemp("tflite")
   AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
   init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "init" / "model.ckpt-best"))
