@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
-import tf_keras as keras
 
 from ai_edge_litert.interpreter import InterpreterWithCustomOps
 from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint

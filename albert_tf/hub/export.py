@@ -68,7 +68,7 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   `hub.KerasLayer(..., trainable=True)` trains) are exactly the encoder's; the
   heads' variables are tracked as `head_variables`. No Keras object is saved
   itself: that would trace every layer's call again for Keras metadata no TF-Hub
-  caller reads, most of an export's time (a tiny model: 12 s -> 4 s).
+  caller reads, most of an export's time (a tiny model: 12 s -> 7 s).
   """
   encoder = pretrainer.encoder
   inputs = _inputs()

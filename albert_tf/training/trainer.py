@@ -29,8 +29,8 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.files import atomic_checkpoint, find_corrupt_record, reading_checkpoint
+from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.progress import progress_bar
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
                                            set_precision)
