@@ -14,6 +14,7 @@ from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, A
                                        AlbertQuestionAnswerer)
 from albert_tf.modeling.checkpoints import (LoadReport, load_checkpoint,
                                             load_original_checkpoint, save_original_checkpoint)
+from albert_tf.modeling.huggingface import build_hf_model, load_hf_weights, save_hf_model
 from albert_tf import packing
 
 __version__ = "0.1.0"

@@ -59,6 +59,27 @@ def atomic_checkpoint(prefix: str) -> Iterator[str]:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def atomic_directory(path: str, what: str = "output directory") -> Iterator[str]:
+  """Yields a temporary directory beside `path` to fill; renamed to `path` when the block
+  succeeds, removed when it fails. `path` must not exist, or be an empty directory:
+  nothing already there is replaced."""
+  path = os.path.abspath(path)
+  if os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+    raise FileExistsError(f"{what} {path} already exists and is not empty; nothing was "
+                          "written (choose a new directory)")
+  parent = os.path.dirname(path)
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+  try:
+    yield tmp
+    if os.path.isdir(path):
+      os.rmdir(path)     # empty, checked above; fails if something appeared meanwhile
+    os.replace(tmp, path)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_json(path: str, content, **kwargs) -> None:
   """Atomic `json.dump` (numpy scalars written as numbers), UTF-8, with a final newline."""
   def default(value):

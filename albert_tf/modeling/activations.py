@@ -44,6 +44,11 @@ def gelu_fused(x):
   return _gelu_forward_fused(x), lambda dy: _gelu_backward_fused(x, dy)
 
 
+def gelu_exact(x):
+  """GELU with the error function: transformers' `hidden_act: "gelu"` (not the original's)."""
+  return tf.nn.gelu(x, approximate=False)
+
+
 def linear(x):
   return x
 
@@ -51,6 +56,7 @@ def linear(x):
 _ACTIVATIONS = {
     "gelu": gelu,
     "gelu_new": gelu,  # Hugging Face's name for the same tanh approximation
+    "gelu_exact": gelu_exact,
     "relu": tf.nn.relu,
     "swish": tf.nn.silu,
     "silu": tf.nn.silu,

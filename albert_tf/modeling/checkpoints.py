@@ -237,7 +237,10 @@ def is_original_checkpoint(checkpoint_path: str) -> bool:
 
 
 def load_checkpoint(model, checkpoint_path: str, init_from_group0: bool = False) -> LoadReport:
-  """Restores an original TF1 checkpoint or a native one, whichever `checkpoint_path` holds.
+  """Restores weights from any of the layouts: a Hugging Face directory (config.json +
+  model.safetensors, see `huggingface.load_hf_weights`), an original TF1 checkpoint
+  (a released directory, a TF1 hub module, a prefix) or a native albert_tf one (a
+  training checkpoint or the `variables/` of an encoder SavedModel from hub_export).
 
   Native checkpoints are `tf.train.Checkpoint(**model.checkpoint_items, ...)`
   object checkpoints (what albert_tf's training scripts write). Their
@@ -245,6 +248,12 @@ def load_checkpoint(model, checkpoint_path: str, init_from_group0: bool = False)
   freshly initialized and are reported. On a mismatch a ValueError names the
   checkpoint; the model's weights may then be partly overwritten.
   """
+  from albert_tf.modeling import huggingface  # pylint: disable=g-import-not-at-top (it imports this)
+  if huggingface.is_hf_directory(checkpoint_path):
+    if init_from_group0:
+      raise ValueError(f"--init_from_group0 reads original checkpoints (bert/... names); "
+                       f"{checkpoint_path} is a Hugging Face directory")
+    return huggingface.load_hf_weights(model, checkpoint_path)
   path = resolve_checkpoint_path(checkpoint_path)
   if is_original_checkpoint(path):
     return load_original_checkpoint(model, path, init_from_group0)

@@ -33,12 +33,15 @@ class AlbertConfig:
   intermediate_size: int = 3072         # I: FFN inner width
   inner_group_num: int = 1              # attention+FFN sub-blocks per group, applied in turn
   down_scale_factor: float = 1          # kept for the round trip; unused by the encoder (as in the original)
-  hidden_act: str = "gelu"              # "gelu" is the tanh approximation, as in the original
+  hidden_act: str = "gelu"              # "gelu" is the tanh approximation, as in the original;
+                                        # "gelu_exact" the erf GELU (transformers' "gelu")
   hidden_dropout_prob: float = 0.0      # embeddings, attention output and FFN output dropout
   attention_probs_dropout_prob: float = 0.0
   max_position_embeddings: int = 512    # P: longest sequence
   type_vocab_size: int = 2              # T: segment ids
   initializer_range: float = 0.02       # stddev of the truncated-normal initializer
+  layer_norm_eps: float = 1e-12         # every LayerNorm's epsilon (the original's is fixed at
+                                        # 1e-12; written back only when it differs)
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)  # unknown keys, kept verbatim
 
   def __post_init__(self):
@@ -53,7 +56,7 @@ class AlbertConfig:
       if value <= 0:
         raise ValueError(f"AlbertConfig.{name} must be positive, got {value}")
     for name in ("down_scale_factor", "hidden_dropout_prob", "attention_probs_dropout_prob",
-                 "initializer_range"):
+                 "initializer_range", "layer_norm_eps"):
       value = getattr(self, name)
       if isinstance(value, bool) or not isinstance(value, (int, float)) \
           or not math.isfinite(value):
@@ -74,6 +77,8 @@ class AlbertConfig:
         raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value}")
     if not float(self.initializer_range) > 0:
       raise ValueError(f"AlbertConfig.initializer_range must be positive, got {self.initializer_range}")
+    if not float(self.layer_norm_eps) > 0:
+      raise ValueError(f"AlbertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps}")
     activations.get(self.hidden_act, field="AlbertConfig.hidden_act")
 
   def group_index(self, layer_index: int) -> int:
@@ -117,8 +122,11 @@ class AlbertConfig:
     return cls.from_dict(copy.deepcopy(PRESETS[key]))
 
   def to_dict(self) -> Dict[str, Any]:
-    """The original JSON layout: fields, then the kept extra keys."""
+    """The original JSON layout: fields, then the kept extra keys (`layer_norm_eps`, which
+    the original does not have, only when it is not the original's 1e-12)."""
     out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+    if self.layer_norm_eps == 1e-12:
+      del out["layer_norm_eps"]
     out.update(copy.deepcopy(self.extra))
     return out
 

@@ -76,7 +76,7 @@ class AlbertEncoder(keras.Model):
     self.embeddings = AlbertEmbeddings(
         c.vocab_size, c.embedding_size, c.max_position_embeddings, c.type_vocab_size,
         dropout_rate=c.hidden_dropout_prob, initializer_range=c.initializer_range,
-        name="embeddings")
+        layer_norm_eps=c.layer_norm_eps, name="embeddings")
     # The original has no projection when E == H.
     self.embedding_projection = None
     if c.embedding_size != c.hidden_size:
@@ -86,7 +86,8 @@ class AlbertEncoder(keras.Model):
         [AlbertTransformerBlock(
             c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
             c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.initializer_range,
-            recompute=recompute, name=f"group_{g}_inner_group_{k}")
+            recompute=recompute, layer_norm_eps=c.layer_norm_eps,
+            name=f"group_{g}_inner_group_{k}")
          for k in range(c.inner_group_num)]
         for g in range(c.num_hidden_groups)]
     self.pooler = keras.layers.Dense(c.hidden_size, activation="tanh",

@@ -22,21 +22,23 @@ class AlbertMaskedLMHead(keras.layers.Layer):
     embedding_size: E, width of the transform and of the tied table.
     hidden_act: activation of the transform ("gelu" = tanh approximation).
     initializer_range: stddev of the truncated-normal kernel initializer.
+    layer_norm_eps: epsilon of the LayerNorm.
   """
 
   def __init__(self, vocab_size, embedding_size, hidden_act="gelu", initializer_range=0.02,
-               **kwargs):
+               layer_norm_eps=1e-12, **kwargs):
     kwargs.setdefault("dtype", "float32")
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.embedding_size = embedding_size
     self.hidden_act = hidden_act
     self.initializer_range = initializer_range
+    self.layer_norm_eps = layer_norm_eps
     self.dense = keras.layers.Dense(
         embedding_size, activation=activations.get(hidden_act), name="dense", dtype=self.dtype_policy,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
     self.layer_norm = LayerNorm(
-        epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
+        epsilon=layer_norm_eps, name="LayerNorm", dtype=self.dtype_policy)
 
   def build(self, input_shape):
     self.dense.build([None, None, input_shape[-1]])
@@ -55,7 +57,8 @@ class AlbertMaskedLMHead(keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                  hidden_act=self.hidden_act, initializer_range=self.initializer_range)
+                  hidden_act=self.hidden_act, initializer_range=self.initializer_range,
+                  layer_norm_eps=self.layer_norm_eps)
     return config
 
 

@@ -64,7 +64,8 @@ class AlbertPretrainer(_TaskModel):
     super().__init__(_as_encoder(encoder), **kwargs)
     c = self.encoder.config
     self.masked_lm = AlbertMaskedLMHead(c.vocab_size, c.embedding_size, c.hidden_act,
-                                        c.initializer_range, name="predictions")
+                                        c.initializer_range, c.layer_norm_eps,
+                                        name="predictions")
     self.sentence_order = AlbertSentenceOrderHead(2, c.initializer_range, name="seq_relationship")
     self.masked_lm.build([None, None, c.hidden_size])
     self.sentence_order.build([None, c.hidden_size])

@@ -21,10 +21,12 @@ class AlbertEmbeddings(keras.layers.Layer):
     type_vocab_size: T, number of segment ids.
     dropout_rate: dropout after the LayerNorm.
     initializer_range: stddev of the truncated-normal initializer.
+    layer_norm_eps: epsilon of the LayerNorm.
   """
 
   def __init__(self, vocab_size, embedding_size, max_position_embeddings=512,
-               type_vocab_size=2, dropout_rate=0.0, initializer_range=0.02, **kwargs):
+               type_vocab_size=2, dropout_rate=0.0, initializer_range=0.02,
+               layer_norm_eps=1e-12, **kwargs):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.embedding_size = embedding_size
@@ -32,8 +34,9 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.type_vocab_size = type_vocab_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
+    self.layer_norm_eps = layer_norm_eps
     self.layer_norm = LayerNorm(
-        axis=-1, epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
+        axis=-1, epsilon=layer_norm_eps, name="LayerNorm", dtype=self.dtype_policy)
     self.dropout = dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
@@ -75,5 +78,5 @@ class AlbertEmbeddings(keras.layers.Layer):
     config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
                   max_position_embeddings=self.max_position_embeddings,
                   type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
     return config

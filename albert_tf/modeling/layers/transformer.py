@@ -64,7 +64,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   def __init__(self, hidden_size, num_attention_heads, intermediate_size,
                hidden_act="gelu", hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0, initializer_range=0.02, recompute=False,
-               **kwargs):
+               layer_norm_eps=1e-12, **kwargs):
     kwargs["rng_type"] = "stateful"   # get_config records it; it is always this
     super().__init__(**kwargs)
     self.recompute = recompute
@@ -78,6 +78,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.hidden_dropout_prob = hidden_dropout_prob
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
+    self.layer_norm_eps = layer_norm_eps
     self.head_size = hidden_size // num_attention_heads
 
     # The Dense layers hold the weights (names, initializers, shapes); the math
@@ -92,12 +93,12 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.value = dense(hidden_size, "value")
     self.attention_output = dense(hidden_size, "attention_output")
     self.attention_layer_norm = LayerNorm(
-        epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
+        epsilon=layer_norm_eps, name="LayerNorm", dtype=self.dtype_policy)
     self._activation = activations.get(hidden_act)
     self.intermediate = dense(intermediate_size, "intermediate")
     self.output_dense = dense(hidden_size, "output")
     self.output_layer_norm = LayerNorm(
-        epsilon=1e-12, name="LayerNorm_1", dtype=self.dtype_policy)
+        epsilon=layer_norm_eps, name="LayerNorm_1", dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     h, i = self.hidden_size, self.intermediate_size
@@ -259,5 +260,6 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
                   intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                   hidden_dropout_prob=self.hidden_dropout_prob,
                   attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-                  initializer_range=self.initializer_range, recompute=self.recompute)
+                  initializer_range=self.initializer_range, recompute=self.recompute,
+                  layer_norm_eps=self.layer_norm_eps)
     return config
