@@ -73,9 +73,12 @@ def test_bad_models(tmp_path, spm_model):
   corpus.write_text("some text for a plain model\n" * 50 + "with more words here\n" * 50)
   spm.SentencePieceTrainer.Train(input=str(corpus), model_prefix=str(tmp_path / "plain"),
                                  vocab_size=20, minloglevel=2)
+  # Tokenizing needs no special piece; using one the model lacks names them all.
+  plain = tokenization.FullTokenizer(spm_model_file=str(tmp_path / "plain.model"))
+  assert plain.tokenize("some text") and plain.unk_id == 0
   with pytest.raises(ValueError, match=r"lacks ALBERT's special pieces \['\[CLS\]', '\[SEP\]', "
-                                       r"'\[MASK\]', '<pad>'\]"):
-    tokenization.FullTokenizer(spm_model_file=str(tmp_path / "plain.model"))
+                                       r"'\[MASK\]', '<pad>'\], and \[MASK\] is needed"):
+    plain.mask_id  # pylint: disable=pointless-statement
 
 
 def test_pack_inputs_single_and_pair():

@@ -26,8 +26,8 @@ def _write(path, lines):
 
 
 def test_full_tokenizer(tmp_path):
-  # The original's vocabulary has no [MASK]; every ALBERT and BERT vocabulary does.
-  vocab_file = _write(tmp_path / "vocab.txt", ORIGINAL_TEST_VOCAB + [",", "[MASK]"])
+  # Exactly the original's vocabulary, which has no [MASK]: tokenizing needs none.
+  vocab_file = _write(tmp_path / "vocab.txt", ORIGINAL_TEST_VOCAB + [","])
   tokenizer = tokenization.FullTokenizer(vocab_file)
   tokens = tokenizer.tokenize("UNwant\u00E9d,running")
   assert tokens == ["un", "##want", "##ed", ",", "runn", "##ing"]
@@ -111,8 +111,11 @@ def test_full_tokenizer_vocab_and_errors(tmp_path):
   assert tokenizer.convert_ids_to_tokens([7, 5, 1]) == ["x", "\u4e2d", "[UNK]"]
   with pytest.raises(ValueError, match="spm_model_file.*vocab_file"):
     tokenization.FullTokenizer()
-  with pytest.raises(ValueError, match=r"no_specials.txt lacks the special tokens \['\[CLS\]'"):
-    tokenization.FullTokenizer(_write(tmp_path / "no_specials.txt", ["[UNK]", "a"]))
+  no_specials = tokenization.FullTokenizer(_write(tmp_path / "no_specials.txt", ["[UNK]", "a"]))
+  assert no_specials.tokenize("A b") == ["a", "[UNK]"]
+  with pytest.raises(ValueError, match=r"no_specials.txt lacks the special tokens \['\[CLS\]', "
+                                       r"'\[SEP\]', '\[MASK\]'\], and \[CLS\] is needed"):
+    no_specials.cls_id  # pylint: disable=pointless-statement
   # The original SentencePiece path is unchanged and also has vocab / inv_vocab.
 
 

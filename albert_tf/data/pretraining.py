@@ -322,6 +322,8 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
   # Fails early, naming the file, if the model is unreadable; reused when num_workers == 1.
   tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                          spm_model_file=spm_model_file)
+  for token_id in ("cls_id", "sep_id", "mask_id"):   # the instances need all three
+    getattr(tokenizer, token_id)
   for f in output_files:
     os.makedirs(os.path.dirname(os.path.abspath(f)), exist_ok=True)
   totals = collections.Counter()

@@ -38,7 +38,9 @@ from albert_tf.cli import Checked, Original, option
 from albert_tf.files import process_alive
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.hub.directories import read_model_directory, released_vocabulary
 from albert_tf.hub.loading import EXPORT_RECORD
+from albert_tf.modeling import huggingface
 from albert_tf.modeling.encoder import INPUT_KEYS
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import AlbertPretrainer
@@ -58,6 +60,46 @@ def _with_default(outputs):
   return outputs
 
 
+def _functional_models(pretrainer: AlbertPretrainer):
+  """(encoder, masked-LM, sentence-order) functional Keras models over the pretrainer."""
+  encoder = pretrainer.encoder
+  inputs = _inputs()
+  core = keras.Model(inputs, _with_default(encoder(inputs)), name="albert_encoder")
+  mlm_inputs = _inputs(with_positions=True)
+  mlm = keras.Model(mlm_inputs, _with_default(pretrainer(mlm_inputs)), name="albert_mlm")
+  sop_inputs = _inputs()
+  sop_outputs = dict(encoder(sop_inputs))
+  sop_outputs["sop_logits"] = pretrainer.sentence_order(sop_outputs["pooled_output"])
+  sop = keras.Model(sop_inputs, _with_default(sop_outputs), name="albert_sop")
+  return core, mlm, sop
+
+
+def _exported_variables(core, mlm, sop):
+  """The export's `variables` (the encoder's) and `head_variables`, in their saved order."""
+  encoder_ids = {id(v) for v in core.variables}
+  return list(core.variables), [v for v in mlm.variables + sop.variables
+                                if id(v) not in encoder_ids]
+
+
+def exported_encoder_variables(pretrainer: AlbertPretrainer):
+  """The pretrainer's encoder variables in the order an export of it saves them (the order
+  of `hub.KerasLayer(export).variables`)."""
+  return _exported_variables(*_functional_models(pretrainer))[0]
+
+
+def load_encoder_export(pretrainer: AlbertPretrainer, export_path: str) -> None:
+  """Reads the weights of an encoder SavedModel written by `export_encoder` into a
+  pretrainer of the same config (every variable must match, in shape too)."""
+  variables, head_variables = _exported_variables(*_functional_models(pretrainer))
+  prefix = os.path.join(export_path, "variables", "variables")
+  status = tf.train.Checkpoint(variables=variables, head_variables=head_variables).read(prefix)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    raise ValueError(f"{export_path} is not an encoder export of this model: {e}") from None
+  status.expect_partial()
+
+
 def build_hub_model(pretrainer: AlbertPretrainer):
   """The root object saved as the encoder SavedModel (a reusable SavedModel).
 
@@ -70,15 +112,7 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   itself: that would trace every layer's call again for Keras metadata no TF-Hub
   caller reads, most of an export's time (a tiny model: 12 s -> 7 s).
   """
-  encoder = pretrainer.encoder
-  inputs = _inputs()
-  core = keras.Model(inputs, _with_default(encoder(inputs)), name="albert_encoder")
-  mlm_inputs = _inputs(with_positions=True)
-  mlm = keras.Model(mlm_inputs, _with_default(pretrainer(mlm_inputs)), name="albert_mlm")
-  sop_inputs = _inputs()
-  sop_outputs = dict(encoder(sop_inputs))
-  sop_outputs["sop_logits"] = pretrainer.sentence_order(sop_outputs["pooled_output"])
-  sop = keras.Model(sop_inputs, _with_default(sop_outputs), name="albert_sop")
+  core, mlm, sop = _functional_models(pretrainer)
 
   def traced(model, keys, dtypes=(tf.int32,)):
     """`model` as a tf.function traced for each id dtype, training and not."""
@@ -95,10 +129,8 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   root.__call__ = traced(core, INPUT_KEYS, (tf.int32, tf.int64))
   root.mlm = traced(mlm, INPUT_KEYS + ("masked_lm_positions",))
   root.sop = traced(sop, INPUT_KEYS)
-  root.variables = list(core.variables)
+  root.variables, root.head_variables = _exported_variables(core, mlm, sop)
   root.trainable_variables = list(core.trainable_variables)
-  encoder_ids = {id(v) for v in core.variables}
-  root.head_variables = [v for v in mlm.variables + sop.variables if id(v) not in encoder_ids]
   root.random_generators = random_generators(pretrainer)  # the dropout masks' state
   root.regularization_losses = []
   return root
@@ -380,9 +412,11 @@ def export_from_sources(export_path: Optional[str] = None,
                         overwrite: bool = False) -> Dict[str, str]:
   """What `hub_export/export.py` does; arguments are its flags.
 
-  Files default to the released layout of `albert_directory`
+  Files default to those of `albert_directory`: a released one
   (`albert_config.json`, `30k-clean.model` or, in the Chinese releases,
-  `vocab_chinese.txt`, and `checkpoint_name`); explicit ones take precedence.
+  `vocab_chinese.txt`, and `checkpoint_name`) or a Hugging Face one
+  (`config.json`, `model.safetensors`, `spiece.model` or `vocab.txt`, and
+  `do_lower_case` from its tokenizer_config.json); explicit ones take precedence.
   At most one of `spm_model_file` and `vocab_file`. `init_checkpoint="none"` exports fresh weights.
   Every input is checked, and both targets, before anything is written.
   `default_seq_length` (the preprocessor's packing length) defaults to 128, or
@@ -394,13 +428,23 @@ def export_from_sources(export_path: Optional[str] = None,
   """
   if not (export_path or export_preprocessing_path):
     raise ValueError("nothing to do: pass --export_path and/or --export_preprocessing_path")
+  config = None
   if albert_directory:
     if not os.path.isdir(albert_directory):
       raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
-    albert_config_file = albert_config_file or os.path.join(albert_directory, "albert_config.json")
-    if not (spm_model_file or vocab_file):
-      spm_model_file, vocab_file = released_vocabulary(albert_directory)
-    init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
+    if huggingface.is_hf_directory(albert_directory):
+      found = read_model_directory(albert_directory)
+      config = None if albert_config_file else found.config
+      if not (spm_model_file or vocab_file) and not found.vocabulary_error:
+        spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
+        do_lower_case = found.do_lower_case
+      init_checkpoint = init_checkpoint or albert_directory
+    else:
+      albert_config_file = albert_config_file or os.path.join(albert_directory,
+                                                              "albert_config.json")
+      if not (spm_model_file or vocab_file):
+        spm_model_file, vocab_file = released_vocabulary(albert_directory)
+      init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
   for flag, path in (("export_path", export_path),
                      ("export_preprocessing_path", export_preprocessing_path)):
     if path:
@@ -411,16 +455,18 @@ def export_from_sources(export_path: Optional[str] = None,
   if export_preprocessing_path and not (spm_model_file or vocab_file):
     raise ValueError("--export_preprocessing_path needs --spm_model_file or --vocab_file (or "
                      "--albert_directory)")
-  if export_path and not (albert_config_file and init_checkpoint):
+  if export_path and not ((albert_config_file or config) and init_checkpoint):
     raise ValueError("--export_path needs --albert_config_file and --init_checkpoint (or "
                      "--albert_directory); --init_checkpoint=none exports random weights")
 
-  config = AlbertConfig.from_json_file(albert_config_file) if albert_config_file else None
+  if albert_config_file:
+    config = AlbertConfig.from_json_file(albert_config_file)
+  config_source = albert_config_file or os.path.join(str(albert_directory), "config.json")
   if config is not None and export_preprocessing_path:
     limit = config.max_position_embeddings
     if default_seq_length is not None and default_seq_length > limit:
       raise ValueError(f"--default_seq_length={default_seq_length} exceeds the model's "
-                       f"max_position_embeddings={limit} ({albert_config_file})")
+                       f"max_position_embeddings={limit} ({config_source})")
     default_seq_length = default_seq_length or min(128, limit)
   default_seq_length = default_seq_length or 128
   if export_path and not (spm_model_file or vocab_file):
@@ -438,7 +484,7 @@ def export_from_sources(export_path: Optional[str] = None,
     if vocab_size is not None and vocab_size != config.vocab_size:
       raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} "
                        f"{'pieces' if spm_model_file else 'entries'} but "
-                       f"{albert_config_file} says vocab_size={config.vocab_size}")
+                       f"{config_source} says vocab_size={config.vocab_size}")
     model = AlbertPretrainer(config)
     if init_checkpoint.lower() == "none":
       logging.warning("--init_checkpoint=none: exporting freshly initialized weights")
@@ -458,17 +504,6 @@ def export_from_sources(export_path: Optional[str] = None,
   return written
 
 
-def released_vocabulary(albert_directory: str) -> Tuple[Optional[str], Optional[str]]:
-  """(spm_model_file, vocab_file) of a released model directory: `vocab_chinese.txt` where
-  a Chinese release has it, else `30k-clean.model` (the English releases; a missing one is
-  reported when it is read)."""
-  chinese = os.path.join(albert_directory, "vocab_chinese.txt")
-  english = os.path.join(albert_directory, "30k-clean.model")
-  if os.path.exists(chinese) and not os.path.exists(english):
-    return None, chinese
-  return english, None
-
-
 # Flags of the original export_to_tfhub.py that are not options here.
 ORIGINAL_FLAGS = {
     "use_einsum": Original(bool, True, "ignored: the encoder always computes its dense layers "
@@ -480,9 +515,10 @@ ORIGINAL_FLAGS = {
 class ExportOptions(Checked):
   """hub_export/export.py's flags."""
   albert_directory: Optional[str] = option(
-      None, "A released model directory: albert_config.json, 30k-clean.model (or "
-      "vocab_chinese.txt) and the "
-      "checkpoint named by --checkpoint_name. Explicit file flags take precedence.")
+      None, "A released model directory (albert_config.json, 30k-clean.model or "
+      "vocab_chinese.txt, and the checkpoint named by --checkpoint_name) or a Hugging Face "
+      "one (config.json, model.safetensors, spiece.model or vocab.txt). Explicit file flags "
+      "take precedence.")
   checkpoint_name: str = option("model.ckpt-best", "Checkpoint prefix in --albert_directory.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
   init_checkpoint: Optional[str] = option(

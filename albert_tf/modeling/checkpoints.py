@@ -239,8 +239,7 @@ def is_original_checkpoint(checkpoint_path: str) -> bool:
 def load_checkpoint(model, checkpoint_path: str, init_from_group0: bool = False) -> LoadReport:
   """Restores weights from any of the layouts: a Hugging Face directory (config.json +
   model.safetensors, see `huggingface.load_hf_weights`), an original TF1 checkpoint
-  (a released directory, a TF1 hub module, a prefix) or a native albert_tf one (a
-  training checkpoint or the `variables/` of an encoder SavedModel from hub_export).
+  (a released directory, a TF1 hub module, a prefix) or a native albert_tf one.
 
   Native checkpoints are `tf.train.Checkpoint(**model.checkpoint_items, ...)`
   object checkpoints (what albert_tf's training scripts write). Their

@@ -22,6 +22,7 @@ from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlo
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.hub.directories import ModelDirectory, read_model_directory
 from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, vocabulary_from_hub
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
@@ -62,10 +63,16 @@ class RuntimeOptions(Checked):
 
 @dataclasses.dataclass(kw_only=True)
 class ModelOptions(Checked):
-  """Where the model and its vocabulary come from (the original flags)."""
+  """Where the model and its vocabulary come from (the original flags, and a directory)."""
+  albert_directory: Optional[str] = option(
+      None, "A model directory holding the config, weights and vocabulary: a released one "
+      "(albert_config.json, model.ckpt-best, 30k-clean.model or vocab_chinese.txt) or a "
+      "Hugging Face one as downloaded (config.json, model.safetensors, spiece.model or "
+      "vocab.txt). Explicit --albert_config_file, --init_checkpoint, --spm_model_file or "
+      "--vocab_file take precedence.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
-  init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint to "
-                                          "start from.")
+  init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint, or "
+                                          "Hugging Face directory, to start from.")
   albert_hub_module_handle: Optional[str] = option(
       None, "An encoder SavedModel written by hub_export/export.py.")
   spm_model_file: Optional[str] = option(None, "SentencePiece model (30k-clean.model), or "
@@ -146,12 +153,16 @@ class ModelSource:
 def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource:
   """Reads and cross-checks the model flags; every error names the flag or file.
 
-  Checks: exactly one model description (config file or hub handle), the
-  checkpoint exists, exactly one vocabulary (SentencePiece or WordPiece), it
+  Checks: exactly one model description (config file, model directory or hub
+  handle), the checkpoint exists, exactly one vocabulary (SentencePiece or WordPiece), it
   loads and its size equals the model's vocab_size, and max_seq_length fits
   max_position_embeddings.
   """
   hub_handle = opts.albert_hub_module_handle
+  directory = getattr(opts, "albert_directory", None)
+  if directory and hub_handle:
+    raise ValueError("pass one of --albert_directory and --albert_hub_module_handle, not both")
+  found = read_model_directory(directory) if directory else None
   if hub_handle:
     if not os.path.isdir(hub_handle):
       raise FileNotFoundError(f"--albert_hub_module_handle={hub_handle} is not a "
@@ -162,14 +173,17 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
       logging.warning("--albert_config_file is ignored: the config comes from the SavedModel")
   elif opts.albert_config_file:
     config = AlbertConfig.from_json_file(opts.albert_config_file)
+  elif found:
+    config = found.config
   else:
-    raise ValueError("pass --albert_config_file (with --init_checkpoint) or "
+    raise ValueError("pass --albert_directory (a released or Hugging Face model directory), "
+                     "--albert_config_file (with --init_checkpoint) or "
                      "--albert_hub_module_handle")
-  init = opts.init_checkpoint
+  init = opts.init_checkpoint or (found.checkpoint if found else None)
   if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")
-  tokenizer = _tokenizer(opts, hub_handle, hub_module if hub_handle else None)
+  tokenizer = _tokenizer(opts, hub_handle, hub_module if hub_handle else None, found)
   if tokenizer.vocab_size != config.vocab_size:
     flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
     unit = "pieces" if tokenizer.spm_model_file else "entries"
@@ -184,9 +198,16 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   return ModelSource(config, tokenizer, hub_handle, init, getattr(opts, "recompute", False))
 
 
-def _tokenizer(opts: ModelOptions, hub_handle: Optional[str], hub_module) -> FullTokenizer:
-  """The FullTokenizer of exactly one of --spm_model_file and --vocab_file."""
+def _tokenizer(opts: ModelOptions, hub_handle: Optional[str], hub_module,
+               found: Optional[ModelDirectory] = None) -> FullTokenizer:
+  """The FullTokenizer of exactly one of --spm_model_file and --vocab_file, else of the
+  --albert_directory (with its own do_lower_case, when it says)."""
   spm_model_file, vocab_file = opts.spm_model_file, opts.vocab_file
+  if found and not (spm_model_file or vocab_file):
+    found.require_vocabulary()
+    do_lower_case = opts.do_lower_case if found.do_lower_case is None else found.do_lower_case
+    return FullTokenizer(vocab_file=found.vocab_file, do_lower_case=do_lower_case,
+                         spm_model_file=found.spm_model_file)
   if bool(spm_model_file) == bool(vocab_file):
     raise ValueError("pass exactly one of --spm_model_file (a SentencePiece model such as "
                      "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "

@@ -18,7 +18,7 @@ import tensorflow as tf
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import reading_checkpoint
-from albert_tf.hub.export import released_vocabulary
+from albert_tf.hub.directories import read_model_directory
 from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
 from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, LiteEncoder, convert, latency_ms
 from albert_tf.modeling.checkpoints import load_checkpoint
@@ -121,9 +121,9 @@ def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
 
 
 def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
-  """(encoder, FullTokenizer, AlbertConfig) of a released model directory
-  (albert_config.json, 30k-clean.model, model.ckpt-best) or an encoder SavedModel
-  written by hub_export/export.py (its vocabulary asset)."""
+  """(encoder, FullTokenizer, AlbertConfig) of a released or Hugging Face model directory
+  (see `albert_tf.hub.directories`) or an encoder SavedModel written by
+  hub_export/export.py (its vocabulary asset)."""
   if hub_module:
     if not os.path.isdir(hub_module):
       raise FileNotFoundError(f"--hub_module={hub_module} is not a directory")
@@ -135,23 +135,18 @@ def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
     encoder = hub.KerasLayer(hub_module, name="albert_hub")
     return encoder, FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                                   do_lower_case=do_lower_case), config
-  if not os.path.isdir(albert_directory):
-    raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
-  spm_model_file, vocab_file = released_vocabulary(albert_directory)
-  files = dict(config=os.path.join(albert_directory, "albert_config.json"),
-               vocabulary=spm_model_file or vocab_file,
-               checkpoint=os.path.join(albert_directory, BEST_PREFIX + ".index"))
-  missing = [f"{k} {v}" for k, v in files.items() if not os.path.exists(v)]
-  if missing:
-    raise FileNotFoundError(f"--albert_directory={albert_directory} lacks its "
-                            + ", ".join(missing))
-  config = AlbertConfig.from_json_file(files["config"])
-  tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file)
+  found = read_model_directory(albert_directory)
+  found.require_vocabulary("a directory with one")
+  vocabulary = found.spm_model_file or found.vocab_file
+  config = found.config
+  tokenizer = FullTokenizer(vocab_file=found.vocab_file, spm_model_file=found.spm_model_file,
+                            do_lower_case=True if found.do_lower_case is None
+                            else found.do_lower_case)
   if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"{files['vocabulary']} has {tokenizer.vocab_size} entries but "
-                     f"{files['config']} says vocab_size={config.vocab_size}")
+    raise ValueError(f"{vocabulary} has {tokenizer.vocab_size} entries but the config of "
+                     f"--albert_directory={albert_directory} says vocab_size={config.vocab_size}")
   pretrainer = AlbertPretrainer(config)  # the checkpoint holds the pretraining heads too
-  load_checkpoint(pretrainer, os.path.join(albert_directory, BEST_PREFIX))
+  load_checkpoint(pretrainer, found.checkpoint)
   return pretrainer.encoder, tokenizer, config
 
 
@@ -165,7 +160,9 @@ class TFLiteOptions(Checked):
                                     "run_config.json and vocabulary.")
   albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: a "
                                            "released model directory (albert_config.json, "
-                                           "30k-clean.model, model.ckpt-best).")
+                                           "30k-clean.model, model.ckpt-best) or a Hugging "
+                                           "Face one (config.json, model.safetensors, "
+                                           "spiece.model or vocab.txt).")
   hub_module: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: an "
                                      "encoder SavedModel of hub_export/export.py.")
   segments: int = option(1, "Bare encoder: text inputs, 1 (sentence) or 2 (sentence1, "

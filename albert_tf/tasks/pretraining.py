@@ -18,6 +18,7 @@ import tensorflow as tf
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import pretraining as data
 from albert_tf.files import expand_files, write_results
+from albert_tf.hub.directories import read_model_directory
 from albert_tf.modeling.checkpoints import load_checkpoint, save_original_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -43,9 +44,14 @@ class PretrainingOptions(RuntimeOptions):
   """run_pretraining.py's flags (the original's, plus strategy, dtype and seed)."""
   input_file: str = option(help="Pretraining TFRecords: comma-separated paths or globs.",
                            training="fixed")
-  albert_config_file: str = option(help="albert_config.json of the model to train.")
+  albert_config_file: Optional[str] = option(None, "albert_config.json of the model to "
+                                             "train.")
+  albert_directory: Optional[str] = option(
+      None, "Instead of --albert_config_file, a model directory to continue from: a released "
+      "one (albert_config.json, model.ckpt-best) or a Hugging Face one (config.json, "
+      "model.safetensors); its weights unless --init_checkpoint is given.")
   init_checkpoint: Optional[str] = option(None, "Initial weights: original TF1 or albert_tf "
-                                          "checkpoint.")
+                                          "checkpoint, or Hugging Face directory.")
   init_from_group0: bool = option(False, "Start groups that --init_checkpoint (original "
                                   "names) lacks from its group 0.")
   do_train: bool = option(False, "Train.")
@@ -107,10 +113,19 @@ class Pretraining:
                                                 opts.tpu_zone, opts.gcp_project)
     self.files = expand_files(opts.input_file)
     data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
-    self.config = AlbertConfig.from_json_file(opts.albert_config_file)
+    found = read_model_directory(opts.albert_directory) if opts.albert_directory else None
+    if opts.albert_config_file:
+      self.config = AlbertConfig.from_json_file(opts.albert_config_file)
+    elif found:
+      self.config = found.config
+    else:
+      raise ValueError("pass --albert_config_file (the model to train) or --albert_directory "
+                       "(a released or Hugging Face model directory to continue)")
+    self.init_checkpoint = opts.init_checkpoint or (found.checkpoint if found else None)
     if opts.max_seq_length > self.config.max_position_embeddings:
       raise ValueError(f"--max_seq_length={opts.max_seq_length} exceeds max_position_embeddings="
-                       f"{self.config.max_position_embeddings} of {opts.albert_config_file}")
+                       f"{self.config.max_position_embeddings} of "
+                       f"{opts.albert_config_file or opts.albert_directory}")
     check_batch_sizes(self.strategy, train_batch_size=opts.train_batch_size,
                       eval_batch_size=opts.eval_batch_size)
     claim_output_dir(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
@@ -140,8 +155,8 @@ class Pretraining:
     return AlbertPretrainer(AlbertEncoder(self.config, recompute=self.opts.recompute))
 
   def _initialize(self, model) -> None:
-    if self.opts.init_checkpoint:
-      report = load_checkpoint(model, self.opts.init_checkpoint, self.opts.init_from_group0)
+    if self.init_checkpoint:
+      report = load_checkpoint(model, self.init_checkpoint, self.opts.init_from_group0)
       print(f"Initialized from {report.path} ({len(report.loaded)} variables)")
 
   def step_metrics(self, model, batch, training, global_batch):

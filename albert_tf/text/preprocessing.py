@@ -182,8 +182,7 @@ class AlbertTokenizer(keras.layers.Layer):
     reference = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                            spm_model_file=spm_model_file)
     self.special_ids = dict(reference.special_ids)
-    self.cls_id, self.sep_id, self.pad_id = reference.cls_id, reference.sep_id, reference.pad_id
-    self.mask_id = reference.mask_id
+    self._reference = reference    # its special ids are checked when used, as there
     self.vocab_size = reference.vocab_size
     if spm_model_file:
       self._sp = tf_text.SentencepieceTokenizer(model=_read_model(spm_model_file),
@@ -245,6 +244,22 @@ class AlbertTokenizer(keras.layers.Layer):
     pieces = self.tokenize_pieces(strings)
     return pieces.with_flat_values(
         tf.cast(self._sp.string_to_id(pieces.flat_values), tf.int32))
+
+  @property
+  def cls_id(self) -> int:
+    return self._reference.cls_id
+
+  @property
+  def sep_id(self) -> int:
+    return self._reference.sep_id
+
+  @property
+  def pad_id(self) -> int:
+    return self._reference.pad_id
+
+  @property
+  def mask_id(self) -> int:
+    return self._reference.mask_id
 
   def get_config(self):
     config = super().get_config()

@@ -162,25 +162,17 @@ class FullTokenizer:
       raise ValueError(f"{spm_model_file} is not a SentencePiece model: {e}") from None
     self.vocab_size = self.sp_model.GetPieceSize()
     self.special_ids = {}
-    missing = []
     for token in SPECIAL_TOKENS:
       piece_id = self.sp_model.PieceToId(token)
       # PieceToId maps unknown pieces to unk_id; only <unk> itself may map there.
-      if self.sp_model.IdToPiece(piece_id) != token:
-        missing.append(token)
-      self.special_ids[token] = piece_id
-    if missing:
-      raise ValueError(f"SentencePiece model {spm_model_file} lacks ALBERT's special "
-                       f"pieces {missing}; train one with create_vocab.py")
+      if self.sp_model.IdToPiece(piece_id) == token:
+        self.special_ids[token] = piece_id
     self._pad, self._unk = "<pad>", "<unk>"
 
   def _load_wordpiece(self, vocab_file: str):
     self.vocab = wordpiece.load_vocab(vocab_file)
     self.vocab_size = len(self.vocab)
-    missing = [t for t in WORDPIECE_SPECIAL_TOKENS if t not in self.vocab]
-    if missing:
-      raise ValueError(f"WordPiece vocabulary {vocab_file} lacks the special tokens {missing}")
-    self.special_ids = {t: self.vocab[t] for t in WORDPIECE_SPECIAL_TOKENS}
+    self.special_ids = {t: self.vocab[t] for t in WORDPIECE_SPECIAL_TOKENS if t in self.vocab}
     # The original pads with id 0 whatever the vocabulary ([PAD] in BERT's and ALBERT's).
     self.special_ids["[PAD]"] = 0
     self._pad, self._unk = "[PAD]", "[UNK]"
@@ -192,25 +184,40 @@ class FullTokenizer:
     """The file the ids come from: the SentencePiece model or the WordPiece vocabulary."""
     return self.spm_model_file or self.vocab_file
 
+  def special_id(self, token: str) -> int:
+    """The id of special token `token`; a ValueError naming the vocabulary when it lacks
+    it. Tokenizing needs none of them (the original's tokenization_test vocabulary has
+    no [MASK]); packing inputs needs [CLS] and [SEP], pretraining data [MASK]."""
+    if token not in self.special_ids:
+      expected = SPECIAL_TOKENS if self.sp_model is not None else WORDPIECE_SPECIAL_TOKENS
+      missing = [t for t in expected if t not in self.special_ids]
+      if self.sp_model is not None:
+        raise ValueError(f"SentencePiece model {self.spm_model_file} lacks ALBERT's special "
+                         f"pieces {missing}, and {token} is needed here; train one with "
+                         "create_vocab.py")
+      raise ValueError(f"WordPiece vocabulary {self.vocab_file} lacks the special tokens "
+                       f"{missing}, and {token} is needed here")
+    return self.special_ids[token]
+
   @property
   def cls_id(self) -> int:
-    return self.special_ids["[CLS]"]
+    return self.special_id("[CLS]")
 
   @property
   def sep_id(self) -> int:
-    return self.special_ids["[SEP]"]
+    return self.special_id("[SEP]")
 
   @property
   def mask_id(self) -> int:
-    return self.special_ids["[MASK]"]
+    return self.special_id("[MASK]")
 
   @property
   def pad_id(self) -> int:
-    return self.special_ids[self._pad]
+    return self.special_id(self._pad)
 
   @property
   def unk_id(self) -> int:
-    return self.special_ids[self._unk]
+    return self.special_id(self._unk)
 
   def tokenize(self, text: Union[str, bytes], sample: bool = False) -> List[str]:
     """The tokens of `text` (str or UTF-8 bytes).

@@ -1,0 +1,288 @@
+"""convert_checkpoint.py: any ALBERT model directory to a Hugging Face or a released TF1 one.
+
+Inputs, recognized by what they hold:
+- a Hugging Face directory (config.json + model.safetensors, shards or
+  pytorch_model.bin; `architectures` says which heads);
+- a released TF1 directory (albert_config.json + model.ckpt-best; the heads
+  are those the checkpoint holds: `cls/predictions` and `cls/seq_relationship`,
+  run_classifier's `output_weights`, `cls/squad`, ...);
+- an output directory of run_classifier.py, run_race.py, run_squad.py or
+  run_pretraining.py (run_config.json, model.ckpt-best or the latest checkpoint);
+- an encoder SavedModel of hub_export/export.py (its weights, config and vocabulary).
+
+Outputs: `hf` (config.json, model.safetensors, spiece.model or vocab.txt,
+tokenizer_config.json, special_tokens_map.json: what `from_pretrained` reads) or
+`tf1` (albert_config.json, model.ckpt-best in the original names, 30k-clean.model
+or vocab_chinese.txt: what the original code and `--albert_directory` read).
+The output directory appears whole or not at all.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+from typing import Dict, List, Optional
+
+import tensorflow as tf
+
+from albert_tf.cli import Checked, option
+from albert_tf.data import glue
+from albert_tf.files import atomic_directory, reading_checkpoint
+from albert_tf.hub.directories import RELEASED_CONFIG, RELEASED_CHECKPOINT, read_model_directory
+from albert_tf.hub.export import exported_encoder_variables, load_encoder_export
+from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
+from albert_tf.modeling import huggingface
+from albert_tf.modeling.checkpoints import (load_checkpoint, resolve_checkpoint_path,
+                                            save_original_checkpoint)
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
+                                       AlbertQuestionAnswerer)
+from albert_tf.text.huggingface import save_hf_tokenizer
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training.trainer import BEST_PREFIX
+
+FORMATS = ("hf", "tf1")
+RUN_CONFIG = "run_config.json"
+
+
+@dataclasses.dataclass
+class Source:
+  """A model read from any layout, with what its writers need besides the weights."""
+  path: str
+  kind: str                                  # what it was read as, for messages
+  model: object                              # AlbertEncoder, AlbertPretrainer or a task model
+  tokenizer: Optional[FullTokenizer]
+  labels: Optional[List[str]] = None         # a classifier's label names, in id order
+  problem_type: Optional[str] = None
+  classifier_dropout_prob: float = 0.1
+  task: Optional[glue.GlueTask] = None       # a run_classifier.py run's GLUE task
+  max_seq_length: Optional[int] = None       # a fine-tuning run's sequence length
+
+  @property
+  def config(self) -> AlbertConfig:
+    return (self.model if isinstance(self.model, AlbertEncoder) else self.model.encoder).config
+
+
+def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> Optional[FullTokenizer]:
+  if not (spm_model_file or vocab_file):
+    return None
+  path = spm_model_file or vocab_file
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"the vocabulary of {where}, {path}, is missing")
+  return FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
+                       do_lower_case=True if do_lower_case is None else do_lower_case)
+
+
+def _released_model(config: AlbertConfig, prefix: str):
+  """The model whose heads a released TF1 checkpoint holds."""
+  shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+  names = {n[len("module/"):] if n.startswith("module/") else n: s for n, s in shapes.items()}
+  if "output_weights" in names:
+    return AlbertClassifier(config, int(names["output_weights"][0]))
+  if "cls/squad/output_weights" in names:
+    return AlbertQuestionAnswerer(config)
+  if "start_logits/dense/kernel" in names:
+    return AlbertQuestionAnswerer(config, version_2_with_negative=True)
+  if any(n.startswith("cls/predictions/") for n in names):
+    return AlbertPretrainer(config)
+  return AlbertEncoder(config)
+
+
+def _native(hub_model, native_model):
+  """`native_model` (the same task model over an AlbertEncoder) with `hub_model`'s weights
+  (over the hub.KerasLayer of an encoder export): the export's variables are the encoder's,
+  in the order `export_encoder` saved them, and the heads are the same layers."""
+  encoder_variables = exported_encoder_variables(AlbertPretrainer(native_model.encoder))
+  pairs = list(zip(hub_model.encoder.variables, encoder_variables))
+  for name, item in hub_model.checkpoint_items.items():
+    if name != "encoder":
+      pairs += list(zip(item.variables, native_model.checkpoint_items[name].variables))
+  for source, target in pairs:
+    if source.shape != target.shape:
+      raise ValueError(f"the TF-Hub encoder's {source.name} {source.shape} does not fit "
+                       f"{target.name} {target.shape}")
+    target.assign(source)
+  return native_model
+
+
+def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
+  """An output directory of run_classifier.py, run_race.py, run_squad.py or run_pretraining.py."""
+  record_path = os.path.join(path, RUN_CONFIG)
+  with open(record_path, encoding="utf-8") as f:
+    record = json.load(f)
+  task_name = str(record.get("task"))
+  if "model" not in record:
+    raise ValueError(f"{record_path} lacks the model's config: not written by albert_tf")
+  config = AlbertConfig.from_dict(record["model"])
+  training = record.get("training") or {}
+  dropout = float(training.get("dropout_prob", 0.1))
+  labels = problem_type = task = None
+  if task_name.lower() in glue.TASKS:
+    task = glue.get_task(task_name)
+    build = lambda encoder: AlbertClassifier(encoder, task.num_labels)
+    labels = list(task.labels) if task.labels else ["LABEL_0"]
+    problem_type = "regression" if task.is_regression else "single_label_classification"
+  elif task_name == "RACE":
+    build = AlbertMultipleChoice
+  elif task_name.startswith("SQuAD"):
+    build = lambda encoder: AlbertQuestionAnswerer(
+        encoder, version_2_with_negative=task_name.endswith("v2.0"))
+  elif task_name == "pretraining":
+    build = AlbertPretrainer
+  else:
+    raise ValueError(f"{record_path} records a {task_name!r} run, which convert_checkpoint.py "
+                     "does not know")
+  hub_handle = record.get("hub")
+  if hub_handle and not os.path.isdir(hub_handle):
+    raise FileNotFoundError(f"the encoder SavedModel {path} was fine-tuned from, {hub_handle} "
+                            f"(from its {RUN_CONFIG}), is missing")
+  if hub_handle:
+    import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+    model = build(hub.KerasLayer(hub_handle, trainable=True, name="albert_hub"))
+  else:
+    model = build(AlbertEncoder(config))
+  checkpoint = os.path.join(path, BEST_PREFIX)
+  if not tf.io.gfile.exists(checkpoint + ".index"):
+    checkpoint = tf.train.latest_checkpoint(path)
+  if not checkpoint:
+    raise ValueError(f"{path} holds no checkpoint ({BEST_PREFIX} or another): train it first")
+  with reading_checkpoint(checkpoint):
+    status = tf.train.Checkpoint(**model.checkpoint_items).read(checkpoint)
+    try:
+      status.assert_existing_objects_matched()
+    except AssertionError as e:
+      raise ValueError(f"{checkpoint} does not match its {RUN_CONFIG}: {e}") from None
+    status.expect_partial()
+  if hub_handle:
+    model = _native(model, build(AlbertEncoder(config)))
+  if not (spm_model_file or vocab_file):
+    spm_model_file, vocab_file = record.get("spm_model_file"), record.get("vocab_file")
+  tokenizer = _tokenizer(spm_model_file, vocab_file, record.get("do_lower_case", True), path)
+  return Source(path, f"{task_name} run", model, tokenizer, labels, problem_type, dropout, task,
+                record.get("max_seq_length"))
+
+
+def read_source(path: str, spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None, do_lower_case: bool = True,
+                checkpoint_name: str = RELEASED_CHECKPOINT) -> Source:
+  """Reads a model in any of the layouts above; `spm_model_file` / `vocab_file` give or
+  replace its vocabulary. Errors name the directory and the file."""
+  if not os.path.isdir(path):
+    raise FileNotFoundError(f"--input={path} is not a directory")
+  if os.path.exists(os.path.join(path, RUN_CONFIG)):
+    return _read_run(path, spm_model_file, vocab_file)
+  if os.path.exists(os.path.join(path, "saved_model.pb")):
+    loaded = load_saved_model(path)
+    config = config_from_hub(loaded)
+    model = AlbertPretrainer(config)
+    load_encoder_export(model, path)
+    if not (spm_model_file or vocab_file) and (hasattr(loaded, "sp_model_file")
+                                               or hasattr(loaded, "vocab_file")):
+      spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(loaded, path)
+    return Source(path, "TF-Hub encoder SavedModel", model,
+                  _tokenizer(spm_model_file, vocab_file, do_lower_case, path))
+  found = read_model_directory(path, flag="--input", checkpoint_name=checkpoint_name)
+  explicit = bool(spm_model_file or vocab_file)
+  if not explicit:
+    spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
+    do_lower_case = do_lower_case if found.do_lower_case is None else found.do_lower_case
+  if found.layout == "hf":
+    model, _ = huggingface.build_hf_model(path)
+    info = huggingface.read_hf_config(path)[1]
+    source = Source(path, "Hugging Face directory", model, None, info.labels, info.problem_type,
+                    info.classifier_dropout_prob or 0.1)
+  else:
+    model = _released_model(found.config, resolve_checkpoint_path(found.checkpoint))
+    load_checkpoint(model, found.checkpoint)
+    source = Source(path, "released TF1 directory", model, None)
+  vocabulary = spm_model_file or vocab_file
+  if not explicit and (not vocabulary or not os.path.exists(vocabulary)):
+    print(f"{path} holds no vocabulary{': ' + found.vocabulary_error if found.vocabulary_error else ''}")
+    return source   # the weights alone
+  source.tokenizer = _tokenizer(spm_model_file, vocab_file, do_lower_case, path)
+  return source
+
+
+def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
+  """pad / bos / eos ids for config.json, where the vocabulary has them."""
+  if tokenizer is None:
+    return {}
+  out = {}
+  for key, token in (("pad_token_id", tokenizer._pad), ("bos_token_id", "[CLS]"),  # pylint: disable=protected-access
+                     ("eos_token_id", "[SEP]")):
+    if token in tokenizer.special_ids:
+      out[key] = tokenizer.special_ids[token]
+  return out
+
+
+def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
+  """Writes `source` as a Hugging Face directory; returns what was written."""
+  with atomic_directory(output_dir, "--output_dir") as tmp:
+    left_out = huggingface.save_hf_model(
+        source.model, tmp, labels=source.labels, problem_type=source.problem_type,
+        classifier_dropout_prob=source.classifier_dropout_prob,
+        special_ids=_special_ids(source.tokenizer))
+    if source.tokenizer is not None:
+      save_hf_tokenizer(source.tokenizer, tmp,
+                        model_max_length=source.config.max_position_embeddings)
+    files = sorted(os.listdir(tmp))
+  return dict(architecture=huggingface.architecture_of(source.model), files=files,
+              left_out=left_out)
+
+
+def write_tf1(source: Source, output_dir: str) -> Dict[str, object]:
+  """Writes `source` as a released TF1 directory; returns what was written."""
+  with atomic_directory(output_dir, "--output_dir") as tmp:
+    source.config.to_json_file(os.path.join(tmp, RELEASED_CONFIG))
+    save_original_checkpoint(source.model, os.path.join(tmp, RELEASED_CHECKPOINT))
+    if source.tokenizer is not None:
+      name = "30k-clean.model" if source.tokenizer.spm_model_file else "vocab_chinese.txt"
+      shutil.copyfile(source.tokenizer.vocabulary_file, os.path.join(tmp, name))
+    files = sorted(os.listdir(tmp))
+  return dict(architecture=type(source.model).__name__, files=files, left_out=[])
+
+
+@dataclasses.dataclass(kw_only=True)
+class ConvertOptions(Checked):
+  """convert_checkpoint.py's flags."""
+  input: str = option(help="A model directory: Hugging Face, released TF1, a run_classifier / "
+                      "run_race / run_squad / run_pretraining --output_dir, or an encoder "
+                      "SavedModel of hub_export/export.py.")
+  output_format: str = option(help="hf (config.json + model.safetensors, for transformers) or "
+                              "tf1 (albert_config.json + model.ckpt-best, the original names).",
+                              choices=FORMATS)
+  output_dir: str = option(help="Where to write; must not exist (or be empty).")
+  spm_model_file: Optional[str] = option(None, "SentencePiece model to write with the weights "
+                                         "(default: the input's own, when it has one).")
+  vocab_file: Optional[str] = option(None, "WordPiece vocabulary to write with the weights "
+                                     "instead of --spm_model_file.")
+  do_lower_case: bool = option(True, "With --spm_model_file / --vocab_file: lower-case.")
+  checkpoint_name: str = option(RELEASED_CHECKPOINT, "Checkpoint prefix in a released "
+                                "--input directory.")
+
+
+def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
+  """What convert_checkpoint.py does: reads, checks the target, writes, reports."""
+  if opts.spm_model_file and opts.vocab_file:
+    raise ValueError("pass one of --spm_model_file and --vocab_file, not both")
+  target = os.path.abspath(opts.output_dir)
+  if os.path.exists(target) and not (os.path.isdir(target) and not os.listdir(target)):
+    raise FileExistsError(f"--output_dir={opts.output_dir} exists and is not empty; nothing "
+                          "was written (choose a new directory)")
+  if target == os.path.abspath(opts.input):
+    raise ValueError("--output_dir must differ from --input")
+  source = read_source(opts.input, opts.spm_model_file, opts.vocab_file, opts.do_lower_case,
+                       opts.checkpoint_name)
+  written = (write_hf if opts.output_format == "hf" else write_tf1)(source, opts.output_dir)
+  print(f"Read {source.kind} {opts.input} ({type(source.model).__name__}); wrote "
+        f"{opts.output_dir}: {written['architecture']}, {', '.join(written['files'])}")
+  if written["left_out"]:
+    print("Not written (transformers has no place for them): "
+          + ", ".join(written["left_out"]))
+  if source.tokenizer is None:
+    print("No vocabulary written: the input has none; pass --spm_model_file or --vocab_file")
+  if opts.output_format == "tf1" and source.config.hidden_act == "gelu_exact":
+    print("Note: hidden_act is gelu_exact (transformers' \"gelu\"); the original TF1 code knows "
+          "only its tanh \"gelu\", albert_tf reads both")
+  return {}
