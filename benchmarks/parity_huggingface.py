@@ -174,18 +174,24 @@ def classifier_run(torch, transformers, run_dir, data_dir, tmp, count):
   texts = [(e.text_a, e.text_b) if e.text_b is not None else (e.text_a,) for e in examples]
   enc = tokenizer(*zip(*texts), padding="max_length", truncation="longest_first", max_length=seq,
                   return_tensors="pt")
-  with torch.no_grad():
-    want = torch.softmax(hf_model(**enc).logits, -1).numpy()
   features = list(glue.convert_examples(examples, source.task, source.tokenizer, seq))
-  inputs = {name: tf.constant(np.array([f[key] for f in features], np.int32)) for name, key in
+  inputs = {name: np.array([f[key] for f in features], np.int32) for name, key in
             (("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
              ("input_type_ids", "segment_ids"))}
-  got = tf.nn.softmax(model(inputs), -1).numpy()
-  same_ids = float(np.mean(np.all(enc["input_ids"].numpy() == inputs["input_word_ids"].numpy(), 1)))
+  got = tf.nn.softmax(model({k: tf.constant(v) for k, v in inputs.items()}), -1).numpy()
+  with torch.no_grad():   # the model on the same ids: the conversion's parity
+    want = torch.softmax(hf_model(**{k: torch.tensor(v, dtype=torch.long) for k, v in zip(
+        ("input_ids", "attention_mask", "token_type_ids"), inputs.values())}).logits, -1).numpy()
   diff = _diff(got, want)
+  same = np.all(enc["input_ids"].numpy() == inputs["input_word_ids"], 1)
   print(f"run_classifier.py run {run_dir} ({source.task.name}) -> convert_checkpoint.py "
-        f"--output_format=hf -> transformers: {len(examples)} dev examples, identical ids in "
-        f"{same_ids:.0%}, max |diff| of the class probabilities {diff:.1e}")
+        f"--output_format=hf -> AlbertForSequenceClassification.from_pretrained: "
+        f"{len(examples)} dev examples, max |diff| of the class probabilities {diff:.1e} "
+        f"(albert_tf's ids into both)")
+  print(f"  transformers' own {type(tokenizer).__name__} gives albert_tf's ids for "
+        f"{same.mean():.0%} of them" + (
+            "" if same.all() else " (it cuts SentencePiece's user-defined symbols, such as "
+            "( ) \" - . out of the text before SentencePiece sees it; the original does not)"))
   return diff
 
 

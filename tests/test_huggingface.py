@@ -452,3 +452,28 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
       capture_output=True, text=True, check=False)
   assert again.returncode == 1 and "exists and is not empty" in again.stderr
   assert "Traceback" not in again.stderr
+
+
+def test_a_run_fine_tuned_from_a_tf_hub_export_converts_too(tmp_path, spm_model):
+  """make demo fine-tunes from its TF-Hub export: such a run's weights (under the export's
+  variables) go to a Hugging Face directory with the same outputs."""
+  import tensorflow_hub as hub  # pylint: disable=import-outside-toplevel
+  from albert_tf.hub import export  # pylint: disable=import-outside-toplevel
+  cfg = dict(TINY, vocab_size=1500)
+  pretrainer = AlbertPretrainer(cfg)
+  export.export_encoder(pretrainer, str(tmp_path / "hub"), spm_model_file=spm_model)
+  model = albert_tf.AlbertClassifier(hub.KerasLayer(str(tmp_path / "hub"), trainable=True), 2)
+  for v in model.trainable_variables:    # fine-tuned: every weight moved
+    v.assign(v + tf.random.normal(v.shape, stddev=0.05, seed=1))
+  run = tmp_path / "run"
+  tf.train.Checkpoint(**model.checkpoint_items).write(str(run / "model.ckpt-best"))
+  (run / "run_config.json").write_text(json.dumps(dict(
+      task="MRPC", model=cfg, hub=str(tmp_path / "hub"), do_lower_case=True, max_seq_length=16,
+      spm_model_file=spm_model)))
+  convert.run(convert.ConvertOptions(input=str(run), output_format="hf",
+                                     output_dir=str(tmp_path / "hf")))
+  written, _ = albert_tf.build_hf_model(str(tmp_path / "hf"))
+  x = encoder_inputs(random_inputs(cfg))
+  np.testing.assert_allclose(written(x).numpy(), model(x).numpy(), atol=1e-6)
+  assert np.abs(written(x).numpy() - albert_tf.AlbertClassifier(pretrainer.encoder, 2)(x).numpy()
+                ).max() > 1e-3   # the fine-tuned weights, not the export's

@@ -12,7 +12,7 @@ import pytest
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.hub import export
-from albert_tf.tasks import lite_export
+from albert_tf.tasks import convert, lite_export
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
 
@@ -49,8 +49,8 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
 
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory, spm_model):
-  """What the README's paths stand for, tiny: a released-model directory, the two
-  TF-Hub exports and a fine-tuned classifier's serving export."""
+  """What the README's paths stand for, tiny: a released-model directory and its Hugging
+  Face form, the two TF-Hub exports and a fine-tuned classifier's serving export."""
   root = tmp_path_factory.mktemp("readme")
   cfg = dict(TINY, vocab_size=1500, max_position_embeddings=128)
   pretrainer = write_release(str(root / "albert_base"), cfg, spm_model)
@@ -71,6 +71,8 @@ def paths(tmp_path_factory, spm_model):
   zh_run = write_classifier_run(root / "zh_run", zh_classifier, zh_cfg, 32,
                                 vocab_file=str(zh / "vocab_chinese.txt"))
   lite_export.run(lite_export.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
+  convert.run(convert.ConvertOptions(input=str(root / "albert_base"), output_format="hf",
+                                     output_dir=str(root / "albert-base-v2")))
   return root
 
 
