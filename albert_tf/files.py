@@ -80,6 +80,18 @@ def atomic_directory(path: str, what: str = "output directory") -> Iterator[str]
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def read_json_object(path: str) -> dict:
+  """The JSON object in `path`; a ValueError naming the file if it is not one."""
+  try:
+    with open(path, encoding="utf-8") as f:
+      data = json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if not isinstance(data, dict):
+    raise ValueError(f"{path}: expected a JSON object")
+  return data
+
+
 def write_json(path: str, content, **kwargs) -> None:
   """Atomic `json.dump` (numpy scalars written as numbers), UTF-8, with a final newline."""
   def default(value):

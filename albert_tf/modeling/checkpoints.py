@@ -116,6 +116,16 @@ class LoadReport:
   freshly_initialized: List[str]    # head variables the checkpoint lacked (kept as initialized)
   unused: List[str]                 # checkpoint variables outside `bert/` the model has no use for
 
+  def logged(self) -> "LoadReport":
+    """Logs what was restored, left fresh and not used; returns itself."""
+    logging.info("Restored %d variables from %s", len(self.loaded), self.path)
+    if self.freshly_initialized:
+      logging.warning("Not in %s, left freshly initialized: %s", self.path,
+                      ", ".join(self.freshly_initialized))
+    if self.unused:
+      logging.info("Not used from %s: %s", self.path, ", ".join(self.unused))
+    return self
+
 
 def _is_head(name: str) -> bool:
   return not name.startswith("bert/")
@@ -183,15 +193,8 @@ def load_original_checkpoint(model, checkpoint_path: str,
   for name, value in values.items():
     targets[name].assign(value.astype(targets[name].dtype.as_numpy_dtype))
     loaded.append(name)
-  report = LoadReport(path=path, loaded=loaded, freshly_initialized=missing,
-                      unused=sorted(n for n in stored if n not in targets))
-  logging.info("Restored %d variables from %s", len(loaded), path)
-  if report.freshly_initialized:
-    logging.warning("Not in %s, left freshly initialized: %s", path,
-                    ", ".join(report.freshly_initialized))
-  if report.unused:
-    logging.info("Not used from %s: %s", path, ", ".join(report.unused))
-  return report
+  return LoadReport(path=path, loaded=loaded, freshly_initialized=missing,
+                    unused=sorted(n for n in stored if n not in targets)).logged()
 
 
 def save_original_checkpoint(model, checkpoint_prefix: str, global_step: Optional[int] = None,

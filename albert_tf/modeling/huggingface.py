@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import logging
 import numpy as np
 
-from albert_tf.files import atomic_path
+from albert_tf.files import atomic_path, read_json_object
 from albert_tf.modeling.checkpoints import LoadReport, variable_map
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -148,13 +148,7 @@ def read_hf_config(directory: str) -> Tuple[AlbertConfig, HFInfo]:
   path = os.path.join(directory, CONFIG)
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{directory} is not a Hugging Face model directory: no {CONFIG}")
-  try:
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from None
-  if not isinstance(data, dict):
-    raise ValueError(f"{path}: expected a JSON object")
+  data = read_json_object(path)
   model_type = data.get("model_type")
   if model_type != "albert":
     raise ValueError(f"{path}: model_type is {model_type!r}, not 'albert'; albert_tf reads "
@@ -385,15 +379,8 @@ def load_hf_weights(model, directory: str) -> LoadReport:
     variable.assign(value.astype(variable.dtype.as_numpy_dtype))
   unused = sorted(n for n in weights.shapes
                   if n not in used and n not in _TIED and not _BUFFERS.search(n))
-  report = LoadReport(path=directory, loaded=sorted(used), freshly_initialized=sorted(fresh),
-                      unused=unused)
-  logging.info("Restored %d tensors from %s", len(used), directory)
-  if report.freshly_initialized:
-    logging.warning("Not in %s, left freshly initialized: %s", directory,
-                    ", ".join(report.freshly_initialized))
-  if report.unused:
-    logging.info("Not used from %s: %s", directory, ", ".join(report.unused))
-  return report
+  return LoadReport(path=directory, loaded=sorted(used), freshly_initialized=sorted(fresh),
+                    unused=unused).logged()
 
 
 def _model_config(model) -> AlbertConfig:

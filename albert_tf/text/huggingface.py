@@ -14,7 +14,7 @@ import os
 import shutil
 from typing import Dict, List, Optional
 
-from albert_tf.files import atomic_path
+from albert_tf.files import atomic_path, read_json_object
 from albert_tf.text.tokenization import FullTokenizer
 
 SPIECE = "spiece.model"
@@ -43,16 +43,7 @@ class HFVocabulary:
 
 
 def _read_json(path: str) -> dict:
-  if not os.path.exists(path):
-    return {}
-  try:
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from None
-  if not isinstance(data, dict):
-    raise ValueError(f"{path}: expected a JSON object")
-  return data
+  return read_json_object(path) if os.path.exists(path) else {}
 
 
 def _content(token) -> Optional[str]:
