@@ -113,25 +113,72 @@ def test_multi_worker_matches_one_device(data, tmp_path):
   assert not os.path.exists(tmp_path / "mw" / ".worker_tmp")
 
 
-def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch):
-  pretraining.run(options(data, tmp_path / "straight"))
+def test_the_accumulated_gradient_is_the_large_batch_gradient(data, tmp_path):
+  """4 micro-batches of 2 leave in the buffers the gradient of the 8 as one batch: the
+  masked-LM loss averaged over the whole update's masked tokens, not each micro-batch's."""
+  task = pretraining.Pretraining(options(data, tmp_path / "out", gradient_accumulation_steps=4))
+  tr = task.trainer
+  micro = [tr._next_batch() for _ in range(4)]  # pylint: disable=protected-access
+  totals = task.update_totals(micro)
+  for batch in micro:
+    tr._micro_step(trainer.distribute_global_batch(tr.strategy, batch, 2), totals)  # pylint: disable=protected-access
+  got = [b.read_value().numpy() for b in tr._buffers]  # pylint: disable=protected-access
+  width = max(int(b["input_word_ids"].shape[1]) for b in micro)
+  tokens = ("input_word_ids", "input_mask", "input_type_ids")
+  large = {k: tf.concat([tf.pad(b[k], [[0, 0], [0, width - b[k].shape[1]]]) if k in tokens
+                         else b[k] for b in micro], 0) for k in micro[0]}
+  with tf.GradientTape() as tape:
+    loss, _ = task.step_metrics(tr.model, large, True, 8)
+  want = tape.gradient(loss, tr.model.trainable_variables)
+  for g, w, v in zip(got, want, tr.model.trainable_variables):
+    w = tf.convert_to_tensor(w).numpy()
+    np.testing.assert_allclose(g, w, atol=1e-8 + 1e-5 * np.abs(w).max(), err_msg=v.name)
 
-  crash_at = 5  # checkpoints at 2 and 4: step 5 is lost and redone
+
+def test_accumulation_equals_the_large_batch(data, tmp_path):
+  """Updates of 8 as 4 micro-batches of 2, and as 2 micro-batches on two replicas: the
+  losses of every step within 1e-5; the weights after 4 LAMB updates within 5e-5 (LAMB
+  divides each layer's update by its norm, which turns the float32 rounding of gradients
+  summed in another order, 1e-7 of their size, into up to 2e-5 on a LayerNorm gain)."""
+  pretraining.run(options(data, tmp_path / "large", num_train_steps=4))
+  for name, extra in (("micro", dict(gradient_accumulation_steps=4)),
+                      ("mirrored", dict(gradient_accumulation_steps=2,
+                                        distribution_strategy="mirrored"))):
+    pretraining.run(options(data, tmp_path / name, num_train_steps=4, **extra))
+    a, b = train_log(tmp_path / "large"), train_log(tmp_path / name)
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    for ra, rb in zip(a, b):
+      for key in ("loss", "masked_lm_loss", "sentence_order_loss", "masked_lm_accuracy"):
+        assert abs(ra[key] - rb[key]) < 1e-5, (name, key, ra, rb)
+    for wa, wb in zip(final_weights(tmp_path / "large", 4), final_weights(tmp_path / name, 4)):
+      np.testing.assert_allclose(wa, wb, atol=5e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch, accumulation):
+  """Crashed after step 5 was trained (with accumulation: in the middle of step 5's
+  micro-batches), before checkpoint 6: the rerun ends at the uninterrupted weights."""
+  pretraining.run(options(data, tmp_path / "straight", gradient_accumulation_steps=accumulation))
+
+  # checkpoints at 2 and 4: step 5 is lost and redone
+  crash_at = 5 * accumulation if accumulation == 1 else 4 * accumulation + 1
   original, calls = trainer.distribute_global_batch, []
 
   def crashing(*args):
     calls.append(1)
-    if len(calls) == crash_at + 1:  # step 5 trained, not yet checkpointed
+    if len(calls) == crash_at + 1:
       raise KeyboardInterrupt("simulated crash")
     return original(*args)
 
   with monkeypatch.context() as m:
     m.setattr(trainer, "distribute_global_batch", crashing)
     with pytest.raises(KeyboardInterrupt):
-      pretraining.run(options(data, tmp_path / "crashed"))
+      pretraining.run(options(data, tmp_path / "crashed",
+                              gradient_accumulation_steps=accumulation))
   assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("ckpt-4")
   assert not os.path.exists(tmp_path / "crashed" / "model.ckpt-6.index")
-  result = pretraining.run(options(data, tmp_path / "crashed"))
+  result = pretraining.run(options(data, tmp_path / "crashed",
+                                  gradient_accumulation_steps=accumulation))
   assert result["train"]
   for wa, wb in zip(final_weights(tmp_path / "straight", 6), final_weights(tmp_path / "crashed", 6)):
     np.testing.assert_allclose(wa, wb, atol=1e-6)
@@ -139,7 +186,7 @@ def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch
   assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]  # step 5, redone, logged once
   # Rerunning a finished run changes nothing.
   before = sorted(os.listdir(tmp_path / "crashed"))
-  pretraining.run(options(data, tmp_path / "crashed"))
+  pretraining.run(options(data, tmp_path / "crashed", gradient_accumulation_steps=accumulation))
   assert sorted(os.listdir(tmp_path / "crashed")) == before
 
 

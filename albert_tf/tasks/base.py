@@ -26,8 +26,8 @@ from albert_tf.hub.directories import ModelDirectory, read_model_directory
 from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, vocabulary_from_hub
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
-from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, mean_per_example,
-                                        summarize_per_example)
+from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, check_accumulation,
+                                        mean_per_example, summarize_per_example)
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -89,7 +89,12 @@ class FinetuningOptions(ModelOptions, RuntimeOptions):
   max_seq_length: int = option(512, "Sequence length after tokenization and packing.", at_least=3)
   do_train: bool = option(False, "Fine-tune.")
   do_predict: bool = option(False, "Predict.")
-  train_batch_size: int = option(32, "Global training batch size.", training="fixed", at_least=1)
+  train_batch_size: int = option(32, "Global training batch size: the examples of one "
+                                 "optimizer update.", training="fixed", at_least=1)
+  gradient_accumulation_steps: int = option(
+      1, "Split each update of --train_batch_size examples into this many micro-batches run "
+      "one after the other, their gradients summed: the same update in a fraction of the "
+      "activation memory.", training="fixed", at_least=1)
   predict_batch_size: int = option(8, "Prediction batch size.", at_least=1)
   learning_rate: float = option(5e-5, "Peak learning rate.", training="fixed", at_least=0)
   save_checkpoints_steps: int = option(1000, "Steps between checkpoints (each is evaluated "
@@ -100,6 +105,7 @@ class FinetuningOptions(ModelOptions, RuntimeOptions):
 
   def __post_init__(self):
     super().__post_init__()
+    check_accumulation(self.train_batch_size, self.gradient_accumulation_steps)
     warmup, steps = getattr(self, "warmup_step", None), getattr(self, "train_step", None)
     if warmup is not None and steps is not None and warmup > steps:
       raise ValueError(f"--warmup_step={warmup} exceeds --train_step={steps}")
@@ -368,12 +374,18 @@ class FinetuningTask:
   def keep_checkpoint_max(self) -> int:
     return self.opts.keep_checkpoint_max
 
+  @property
+  def micro_batch_size(self) -> int:
+    """What the training data is batched by: an update's examples over its micro-batches."""
+    return self.opts.train_batch_size // self.opts.gradient_accumulation_steps
+
   def needs_inference(self) -> bool:
     return self.opts.do_predict or getattr(self.opts, "do_eval", False)
 
   # -- the Trainer's view of the task
 
-  def step_metrics(self, model, batch, training, global_batch):
+  def step_metrics(self, model, batch, training, global_batch, totals=None):
+    del totals   # losses per example need no update-wide count
     return mean_per_example(self.per_example_loss(model, batch, training), global_batch)
 
   def summarize(self, sums, steps: int, global_batch: int) -> Dict[str, float]:
@@ -406,7 +418,7 @@ class FinetuningTask:
         save_checkpoints_steps=opts.save_checkpoints_steps,
         keep_checkpoint_max=self.keep_checkpoint_max(), dtype=opts.dtype, seed=opts.seed,
         log_steps=opts.log_steps, progress=opts.progress, jit_compile=opts.jit_compile,
-        description="fine-tuning")
+        description="fine-tuning", gradient_accumulation_steps=opts.gradient_accumulation_steps)
     tf.random.set_seed(opts.seed)  # the shuffle order depends on the global seed too
     trainer = Trainer(trainer_opts, self.strategy, self, self.train_dataset(),
                       evaluate_fn=self.evaluate if self.can_evaluate() else None,

@@ -135,7 +135,7 @@ class GlueRun(FinetuningTask):
   def train_dataset(self):
     opts = self.opts
     return glue.dataset(self.records["train"], self.task, opts.max_seq_length,
-                        opts.train_batch_size, is_training=True, seed=opts.seed,
+                        self.micro_batch_size, is_training=True, seed=opts.seed,
                         bucket_by_length=opts.bucket_by_length)
 
   def split_logits(self, model, split: str) -> np.ndarray:

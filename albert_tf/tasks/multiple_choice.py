@@ -124,7 +124,7 @@ class RaceRun(FinetuningTask):
 
   def train_dataset(self):
     opts = self.opts
-    return race.dataset(self.records["train"], opts.max_seq_length, opts.train_batch_size,
+    return race.dataset(self.records["train"], opts.max_seq_length, self.micro_batch_size,
                         is_training=True, seed=opts.seed,
                         bucket_by_length=opts.bucket_by_length)
 

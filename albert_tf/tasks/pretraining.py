@@ -25,7 +25,7 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.tasks.base import RuntimeOptions, claim_output_dir
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
-from albert_tf.training.trainer import Trainer, TrainerOptions
+from albert_tf.training.trainer import Trainer, TrainerOptions, check_accumulation
 
 METRIC_NAMES = ("loss", "masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss",
                 "sentence_order_accuracy")
@@ -56,7 +56,13 @@ class PretrainingOptions(RuntimeOptions):
                                   "names) lacks from its group 0.")
   do_train: bool = option(False, "Train.")
   do_eval: bool = option(False, "Evaluate on --input_file after training.")
-  train_batch_size: int = option(4096, "Global training batch size.", training="fixed", at_least=1)
+  train_batch_size: int = option(4096, "Global training batch size: the examples of one "
+                                 "optimizer update.", training="fixed", at_least=1)
+  gradient_accumulation_steps: int = option(
+      1, "Split each update of --train_batch_size examples into this many micro-batches run "
+      "one after the other, their gradients summed: the same update (the masked-LM loss "
+      "still averaged over the whole update's masked tokens) in a fraction of the activation "
+      "memory.", training="fixed", at_least=1)
   eval_batch_size: int = option(64, "Global evaluation batch size.", at_least=1)
   max_seq_length: int = option(512, "Sequence length of the data.", at_least=3)
   max_predictions_per_seq: int = option(20, "Masked-LM predictions per sequence in the data.",
@@ -78,6 +84,7 @@ class PretrainingOptions(RuntimeOptions):
 
   def __post_init__(self):
     super().__post_init__()
+    check_accumulation(self.train_batch_size, self.gradient_accumulation_steps)
     if self.num_warmup_steps > self.num_train_steps:
       raise ValueError(f"--num_warmup_steps={self.num_warmup_steps} exceeds "
                        f"--num_train_steps={self.num_train_steps}")
@@ -134,7 +141,9 @@ class Pretraining:
     if is_chief(self.strategy) and not os.path.exists(saved):
       self.config.to_json_file(saved)  # what fine-tuning and export read
     tf.random.set_seed(opts.seed)  # the data order depends on the global seed too
-    train_data = data.dataset(self.files, opts.train_batch_size, opts.max_seq_length,
+    train_data = data.dataset(self.files,
+                              opts.train_batch_size // opts.gradient_accumulation_steps,
+                              opts.max_seq_length,
                               opts.max_predictions_per_seq, True, opts.seed,
                               bucket_by_length=opts.bucket_by_length)
     self.trainer = Trainer(TrainerOptions(
@@ -145,7 +154,8 @@ class Pretraining:
         save_checkpoints_steps=opts.save_checkpoints_steps,
         keep_checkpoint_max=opts.keep_checkpoint_max, dtype=opts.dtype, seed=opts.seed,
         log_steps=opts.log_steps, progress=opts.progress, jit_compile=opts.jit_compile,
-        description="pretraining"), self.strategy, self, train_data, initialize=self._initialize,
+        description="pretraining",
+        gradient_accumulation_steps=opts.gradient_accumulation_steps), self.strategy, self, train_data, initialize=self._initialize,
         data_files=self.files)
     self.model = self.trainer.model
 
@@ -159,9 +169,17 @@ class Pretraining:
       report = load_checkpoint(model, self.init_checkpoint, self.opts.init_from_group0)
       print(f"Initialized from {report.path} ({len(report.loaded)} variables)")
 
-  def step_metrics(self, model, batch, training, global_batch):
-    ctx = tf.distribute.get_replica_context()
-    weight_sum = ctx.all_reduce("sum", tf.reduce_sum(batch["masked_lm_weights"]))
+  def update_totals(self, micro_batches) -> Dict[str, tf.Tensor]:
+    """The whole update's masked-token count, which its masked-LM loss is averaged over."""
+    return dict(masked_lm_weight_sum=tf.add_n(
+        [tf.reduce_sum(b["masked_lm_weights"]) for b in micro_batches]))
+
+  def step_metrics(self, model, batch, training, global_batch, totals=None):
+    if totals:
+      weight_sum = totals["masked_lm_weight_sum"]
+    else:
+      ctx = tf.distribute.get_replica_context()
+      weight_sum = ctx.all_reduce("sum", tf.reduce_sum(batch["masked_lm_weights"]))
     sums = batch_metrics(model(batch, training=training), batch, float(global_batch), weight_sum)
     return sums["loss"], sums
 

@@ -257,7 +257,7 @@ class SquadRun(FinetuningTask):
     print(f"Training {self.train_steps()} steps ({opts.num_train_epochs:g} epochs of "
           f"{self.train_features.header['features']} features, batch {opts.train_batch_size})")
     return squad.dataset(self.train_features.record, opts.max_seq_length,
-                         opts.train_batch_size, is_training=True, seed=opts.seed,
+                         self.micro_batch_size, is_training=True, seed=opts.seed,
                          bucket_by_length=opts.bucket_by_length)
 
   def can_evaluate(self):

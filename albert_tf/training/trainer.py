@@ -11,12 +11,23 @@ the restored step are dropped); every saved checkpoint can be evaluated,
 the best kept as `model.ckpt-best`. TensorBoard summaries, train_log.csv,
 eval_log.csv, learning_curve.png and a progress bar.
 
+Gradient accumulation (`gradient_accumulation_steps` = N > 1): an update of
+`train_batch_size` examples is N micro-batches of train_batch_size / N, read
+from the data one after the other (the same examples, in the same order, as one
+large batch); each adds its gradient to a float32 buffer (one copy of the
+trainable variables, local to each replica), then one all-reduce, one clip and
+one optimizer step apply the sum: exactly what the large batch does, with the
+activations of one micro-batch. Checkpoints are only written between updates.
+
 A task, for the Trainer, is an object with:
   build_model() -> a Keras model with `checkpoint_items`;
-  step_metrics(model, batch, training, global_batch) -> (loss, sums): the
-    replica's share of the global batch's loss, and scalar sums that add up
-    over replicas and steps;
-  summarize(sums, steps, global_batch) -> the logged metrics of `steps` steps.
+  step_metrics(model, batch, training, global_batch[, totals]) -> (loss, sums):
+    the replica's share of the global (update) batch's loss, and scalar sums
+    that add up over replicas, micro-batches and steps;
+  summarize(sums, steps, global_batch) -> the logged metrics of `steps` steps;
+  optionally update_totals(micro_batches) -> {name: scalar} over a whole update
+    (e.g. its masked-token count), passed to step_metrics as `totals` when
+    accumulating, for losses normalized by the update rather than the micro-batch.
 """
 
 import dataclasses
@@ -60,6 +71,12 @@ class TrainerOptions:
   progress: bool = True
   jit_compile: bool = False
   description: str = "training"     # the progress bar's label
+  gradient_accumulation_steps: int = 1   # micro-batches per update of train_batch_size
+
+  @property
+  def micro_batch_size(self) -> int:
+    """The global batch of one forward and backward pass."""
+    return self.train_batch_size // self.gradient_accumulation_steps
 
 
 def write_checkpoint(items: Dict[str, object], prefix: str) -> str:
@@ -95,7 +112,11 @@ class Trainer:
     self.opts, self.strategy, self.task = opts, strategy, task
     self.data_files = list(data_files)
     self.evaluate_fn, self.best_metric = evaluate_fn, best_metric
-    check_batch_sizes(strategy, train_batch_size=opts.train_batch_size)
+    check_accumulation(opts.train_batch_size, opts.gradient_accumulation_steps)
+    check_batch_sizes(strategy, **({"train_batch_size": opts.train_batch_size}
+                                   if opts.gradient_accumulation_steps == 1 else
+                                   {"train_batch_size / --gradient_accumulation_steps":
+                                    opts.micro_batch_size}))
     if opts.train_steps <= 0 or opts.save_checkpoints_steps <= 0:
       raise ValueError("the number of training steps and --save_checkpoints_steps must be "
                        "positive")
@@ -108,6 +129,14 @@ class Trainer:
       self.schedule = AlbertLearningRate(opts.learning_rate, opts.train_steps, opts.warmup_steps,
                                          opts.start_warmup_step, opts.poly_power)
       self.optimizer = create_optimizer(opts.optimizer, self.schedule, opts.dtype)
+      self._buffers = None
+      if opts.gradient_accumulation_steps > 1:   # per replica: summed there, all-reduced once
+        self._buffers = [tf.Variable(tf.zeros(v.shape, tf.float32), trainable=False,
+                                     name="accumulated_gradient",
+                                     synchronization=tf.VariableSynchronization.ON_READ,
+                                     aggregation=tf.VariableAggregation.SUM)
+                         for v in self.model.trainable_variables]
+    self._used = None   # indices of the trainable variables the loss reaches (set when traced)
     self.iterator = iter(train_data)
     # The dropout generators too: a resumed run draws the masks the uninterrupted one would.
     self.checkpoint = tf.train.Checkpoint(**self.model.checkpoint_items,
@@ -121,6 +150,8 @@ class Trainer:
         max_to_keep=opts.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME)
     self.eval_log = os.path.join(opts.output_dir, "eval_log.csv")
     self._train_step = tf.function(self._train_step_fn, jit_compile=opts.jit_compile or None)
+    self._micro_step = tf.function(self._micro_step_fn, jit_compile=opts.jit_compile or None)
+    self._apply_step = tf.function(self._apply_step_fn)
     self._eval_step = tf.function(self._eval_step_fn)
     latest = tf.train.latest_checkpoint(opts.output_dir)  # the chief's, on every worker
     if latest:
@@ -177,6 +208,59 @@ class Trainer:
 
     sums = self.strategy.run(replica_step, args=(batch,))
     return {k: self.strategy.reduce("sum", v, axis=None) for k, v in sums.items()}
+
+  def _micro_step_fn(self, batch, totals):
+    """One micro-batch: its gradient (of its share of the update's loss) into the buffers."""
+    global_batch = self.opts.train_batch_size
+    scaled = isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer)
+
+    def replica_step(batch, totals):
+      variables = self.model.trainable_variables
+      with tf.GradientTape() as tape:
+        loss, sums = self.task.step_metrics(self.model, batch, True, global_batch,
+                                            **({"totals": totals} if totals else {}))
+        if scaled:
+          loss = self.optimizer.get_scaled_loss(loss)
+      grads = tape.gradient(loss, variables)
+      self._used = [i for i, g in enumerate(grads) if g is not None]
+      grads = [grads[i] for i in self._used]
+      if scaled:
+        grads = self.optimizer.get_unscaled_gradients(grads)
+      for i, g in zip(self._used, grads):
+        self._buffers[i].assign_add(tf.cast(g, tf.float32))
+      return sums
+
+    sums = self.strategy.run(replica_step, args=(batch, totals))
+    return {k: self.strategy.reduce("sum", v, axis=None) for k, v in sums.items()}
+
+  def _apply_step_fn(self):
+    """The update: the buffers' sum over replicas, clipped, applied; the buffers emptied."""
+    def replica_step():
+      ctx = tf.distribute.get_replica_context()
+      variables = [self.model.trainable_variables[i] for i in self._used]
+      grads = ctx.all_reduce("sum", [self._buffers[i].read_value() for i in self._used])
+      grads, _ = tf.clip_by_global_norm(grads, 1.0)
+      self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+      for i in self._used:
+        self._buffers[i].assign(tf.zeros_like(self._buffers[i]))
+
+    self.strategy.run(replica_step)
+
+  def _update(self) -> Dict[str, tf.Tensor]:
+    """One optimizer update from the data: one step, or N accumulated micro-batches."""
+    opts = self.opts
+    if opts.gradient_accumulation_steps == 1:
+      return self._train_step(distribute_global_batch(self.strategy, self._next_batch(),
+                                                      opts.train_batch_size))
+    micro_batches = [self._next_batch() for _ in range(opts.gradient_accumulation_steps)]
+    totals = self.task.update_totals(micro_batches) if hasattr(self.task, "update_totals") \
+        else {}
+    sums = None
+    for batch in micro_batches:
+      sums = _accumulate(sums, self._micro_step(
+          distribute_global_batch(self.strategy, batch, opts.micro_batch_size), totals))
+    self._apply_step()
+    return sums
 
   def _eval_step_fn(self, batch, global_batch):
     sums = self.strategy.run(
@@ -244,8 +328,7 @@ class Trainer:
                disable=not (opts.progress and self.is_chief))
     sums, count, last, started = None, 0, {}, time.time()
     while step < opts.train_steps:
-      batch = distribute_global_batch(self.strategy, self._next_batch(), opts.train_batch_size)
-      sums = _accumulate(sums, self._train_step(batch))
+      sums = _accumulate(sums, self._update())
       step += 1
       count += 1
       bar.update(1)
@@ -277,6 +360,16 @@ class Trainer:
       plot_learning_curve(log_path, os.path.join(opts.output_dir, "learning_curve.png"),
                           self.eval_log if self.evaluate_fn else None)
     return last
+
+
+def check_accumulation(train_batch_size: int, steps: int) -> None:
+  """--train_batch_size (an update's examples) must split into --gradient_accumulation_steps."""
+  if steps < 1:
+    raise ValueError(f"--gradient_accumulation_steps={steps} must be at least 1")
+  if train_batch_size % steps:
+    raise ValueError(f"--train_batch_size={train_batch_size} is not divisible by "
+                     f"--gradient_accumulation_steps={steps} (an update of train_batch_size "
+                     "examples is that many micro-batches of equal size)")
 
 
 def _accumulate(sums, metrics):
