@@ -52,8 +52,7 @@ def spm_model(tmp_path_factory):
 # these first keeps one process from being left with a long file at the end.
 LONGEST_FIRST = ["test_export.py", "test_readme.py", "test_glue.py", "test_pretraining.py",
                  "test_tflite.py", "test_demo.py", "test_squad.py", "test_encoder.py",
-                 "test_chinese_release.py", "test_huggingface.py", "test_accumulation.py",
-                 "test_race.py", "test_layout.py"]
+                 "test_chinese_release.py", "test_race.py", "test_layout.py"]
 
 
 def pytest_collection_modifyitems(items):
