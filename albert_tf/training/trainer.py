@@ -184,26 +184,35 @@ class Trainer:
 
   # -- steps
 
-  def _train_step_fn(self, batch):
-    global_batch = self.opts.train_batch_size
+  def _gradients(self, batch, totals=None):
+    """In a replica: (sums, gradients, their variable indices) of the replica's share of
+    the update's loss. Variables the loss does not reach (the pooler, for span heads)
+    are left out, and so left alone by the update."""
     scaled = isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer)
-
-    def replica_step(batch):
-      ctx = tf.distribute.get_replica_context()
-      variables = self.model.trainable_variables
-      with tf.GradientTape() as tape:
-        loss, sums = self.task.step_metrics(self.model, batch, True, global_batch)
-        if scaled:
-          loss = self.optimizer.get_scaled_loss(loss)
-      grads = tape.gradient(loss, variables)
-      # Variables the loss does not reach (the pooler, for span heads) are left alone.
-      used = [i for i, g in enumerate(grads) if g is not None]
-      grads, variables = [grads[i] for i in used], [variables[i] for i in used]
+    variables = self.model.trainable_variables
+    with tf.GradientTape() as tape:
+      loss, sums = self.task.step_metrics(self.model, batch, True, self.opts.train_batch_size,
+                                          **({"totals": totals} if totals else {}))
       if scaled:
-        grads = self.optimizer.get_unscaled_gradients(grads)
-      grads = ctx.all_reduce("sum", grads)
-      grads, _ = tf.clip_by_global_norm(grads, 1.0)
-      self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+        loss = self.optimizer.get_scaled_loss(loss)
+    grads = tape.gradient(loss, variables)
+    used = [i for i, g in enumerate(grads) if g is not None]
+    grads = [grads[i] for i in used]
+    if scaled:
+      grads = self.optimizer.get_unscaled_gradients(grads)
+    return sums, grads, used
+
+  def _apply(self, grads, used):
+    """In a replica: the replicas' gradients summed, clipped to global norm 1.0, applied."""
+    ctx = tf.distribute.get_replica_context()
+    grads, _ = tf.clip_by_global_norm(ctx.all_reduce("sum", grads), 1.0)
+    variables = [self.model.trainable_variables[i] for i in used]
+    self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+
+  def _train_step_fn(self, batch):
+    def replica_step(batch):
+      sums, grads, used = self._gradients(batch)
+      self._apply(grads, used)
       return sums
 
     sums = self.strategy.run(replica_step, args=(batch,))
@@ -211,21 +220,8 @@ class Trainer:
 
   def _micro_step_fn(self, batch, totals):
     """One micro-batch: its gradient (of its share of the update's loss) into the buffers."""
-    global_batch = self.opts.train_batch_size
-    scaled = isinstance(self.optimizer, keras.mixed_precision.LossScaleOptimizer)
-
     def replica_step(batch, totals):
-      variables = self.model.trainable_variables
-      with tf.GradientTape() as tape:
-        loss, sums = self.task.step_metrics(self.model, batch, True, global_batch,
-                                            **({"totals": totals} if totals else {}))
-        if scaled:
-          loss = self.optimizer.get_scaled_loss(loss)
-      grads = tape.gradient(loss, variables)
-      self._used = [i for i, g in enumerate(grads) if g is not None]
-      grads = [grads[i] for i in self._used]
-      if scaled:
-        grads = self.optimizer.get_unscaled_gradients(grads)
+      sums, grads, self._used = self._gradients(batch, totals)
       for i, g in zip(self._used, grads):
         self._buffers[i].assign_add(tf.cast(g, tf.float32))
       return sums
@@ -236,11 +232,7 @@ class Trainer:
   def _apply_step_fn(self):
     """The update: the buffers' sum over replicas, clipped, applied; the buffers emptied."""
     def replica_step():
-      ctx = tf.distribute.get_replica_context()
-      variables = [self.model.trainable_variables[i] for i in self._used]
-      grads = ctx.all_reduce("sum", [self._buffers[i].read_value() for i in self._used])
-      grads, _ = tf.clip_by_global_norm(grads, 1.0)
-      self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+      self._apply([self._buffers[i].read_value() for i in self._used], self._used)
       for i in self._used:
         self._buffers[i].assign(tf.zeros_like(self._buffers[i]))
 
