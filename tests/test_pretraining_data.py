@@ -36,10 +36,10 @@ def test_ngram_lengths_follow_one_over_n():
   for favor_shorter, expected in ((True, [6 / 11, 3 / 11, 2 / 11]), (False, [2 / 11, 3 / 11, 6 / 11])):
     opts = pd.DataOptions(favor_shorter_ngram=favor_shorter)
     np.testing.assert_allclose(pd.ngram_probabilities(opts), expected)
-    # Three one-piece words per candidate: the span length is n.
-    cand = [[[0]], [[0], [1]], [[0], [1], [2]]]
+    # Three one-piece words from the start: the span length is n.
+    words = [[0], [1], [2]]
     nprng = np.random.default_rng(0)
-    lengths = collections.Counter(len(pd._choose_span(cand, pd.ngram_probabilities(opts), 10,
+    lengths = collections.Counter(len(pd._choose_span(words, 0, pd.ngram_cdf(opts), 10,
                                                       set(), nprng)) for _ in range(20000))
     freq = np.array([lengths[n] for n in (1, 2, 3)]) / 20000
     np.testing.assert_allclose(freq, expected, atol=0.015)

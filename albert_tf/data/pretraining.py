@@ -16,24 +16,31 @@ data made by either tool trains in either:
   which contradicts the flag's name and the paper);
 * 80% [MASK], 10% a random piece, 10% unchanged.
 
-Memory is bounded by one input file: instances are shuffled within a file,
-not across the corpus, and files are processed in parallel by workers.
+The corpus is processed in chunks of whole documents (`albert_tf.data.corpus`),
+so memory is bounded by one chunk; every example gets a seeded 64-bit key that
+picks its shard and its place in it, one global shuffle of the corpus whose
+output is the same, byte for byte, for any number of workers and for the Beam
+pipeline (`albert_tf.data.beam_pipeline`).
 """
 
 import collections
 import dataclasses
+import functools
 import multiprocessing
 import os
 import random
+import shutil
+import tempfile
 import time
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.cli import Checked, Original, option
 from albert_tf.files import expand_files
-from albert_tf.data.records import first_record, read_dataset, serialize, write_records
+from albert_tf.data import corpus
+from albert_tf.data.records import first_record, read_dataset, serialize
 from albert_tf.text import packing, tokenization
 from albert_tf.progress import progress_bar
 
@@ -74,6 +81,7 @@ class TrainingInstance:
   masked_lm_labels: List[str]
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def is_start_piece(piece: str) -> bool:
   """Whether a SentencePiece piece starts a whole-word masking candidate (the original rule)."""
   return (piece.startswith(tokenization.SPIECE_UNDERLINE) or piece.startswith("<")
@@ -81,18 +89,35 @@ def is_start_piece(piece: str) -> bool:
           or not all(c.lower() in _ENGLISH or c in _SPECIAL_PIECES for c in piece))
 
 
-def read_documents(path: str, tokenizer: tokenization.FullTokenizer) -> List[List[List[str]]]:
+def read_documents(path: str, tokenizer: tokenization.FullTokenizer,
+                   report: Optional[corpus.Report] = None) -> List[List[List[str]]]:
   """Documents of tokenized sentences from one file (blank lines separate documents)."""
+  whole = corpus.Chunk(0, 0, path, 0, tf.io.gfile.stat(path).length, 1)
+  return read_chunk_documents(whole, tokenizer, report)
+
+
+def read_chunk_documents(chunk: corpus.Chunk, tokenizer: tokenization.FullTokenizer,
+                         report: Optional[corpus.Report] = None) -> List[List[List[str]]]:
+  """Documents of tokenized sentences of a chunk. Bytes that are not UTF-8 are dropped (as
+  the original does) and lines that tokenize to nothing are skipped; both are counted in
+  `report` with the place of the first few."""
+  report = corpus.Report() if report is None else report
   documents = [[]]
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for raw in f:
+  for number, raw in corpus.chunk_lines(chunk):
+    try:
+      line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
       line = raw.decode("utf-8", "ignore").strip()
-      if not line:
+      report.problem("invalid_utf8", chunk, number)
+    if not line:
+      if documents[-1]:
         documents.append([])
-        continue
-      tokens = tokenizer.tokenize(line)
-      if tokens:
-        documents[-1].append(tokens)
+      continue
+    tokens = tokenizer.tokenize(line)
+    if tokens:
+      documents[-1].append(tokens)
+    else:
+      report.problem("empty_lines", chunk, number)
   return [d for d in documents if d]
 
 
@@ -103,14 +128,24 @@ def ngram_probabilities(opts: DataOptions) -> np.ndarray:
   return pvals if opts.favor_shorter_ngram else pvals[::-1].copy()
 
 
-def _choose_span(cand, pvals, limit, covered, nprng):
-  """An n-gram of candidate words from `cand` (lists of piece indexes) that fits in `limit`."""
-  k = len(cand)
-  n = nprng.choice(np.arange(1, k + 1), p=pvals[:k] / pvals[:k].sum())
-  index_set = sum(cand[n - 1], [])
+def ngram_cdf(opts: DataOptions) -> np.ndarray:
+  """The cumulative p(n) that `numpy.random.Generator.choice(range(1, ngram + 1), p=...)`
+  draws with: one `random()` per draw, searched in it, gives the same n as choice."""
+  p = ngram_probabilities(opts)
+  cdf = np.cumsum(p / p.sum())
+  return cdf / cdf[-1]
+
+
+def _choose_span(cand_indexes, start, cdf, limit, covered, nprng):
+  """The pieces of an n-gram of candidate words from word `start` (n drawn from `cdf`,
+  shortened until it fits in `limit`), or None if it overlaps `covered`.
+
+  Near the end of the sequence the n-grams hold fewer words, as in the original."""
+  n = int(np.searchsorted(cdf, nprng.random(), side="right")) + 1
+  index_set = [i for word in cand_indexes[start:start + n] for i in word]
   n -= 1
   while len(index_set) > limit and n > 0:  # shorter n-grams until it fits
-    index_set = sum(cand[n - 1], [])
+    index_set = [i for word in cand_indexes[start:start + n] for i in word]
     n -= 1
   if len(index_set) > limit or any(i in covered for i in index_set):
     return None
@@ -119,36 +154,38 @@ def _choose_span(cand, pvals, limit, covered, nprng):
 
 def create_masked_lm_predictions(tokens: Sequence[str], opts: DataOptions, vocab_size: int,
                                  tokenizer, rng: random.Random, nprng: np.random.Generator):
-  """(output_tokens, masked positions, masked labels, token_boundary), as the original."""
+  """(output_tokens, masked positions, masked labels, token_boundary), as the original.
+
+  The original lists every word's n-grams and shuffles that list; shuffling the words'
+  indexes draws the same permutation, and the n-grams of a word are built only when
+  the loop reaches it (it stops after about `max_predictions_per_seq` of them)."""
   cand_indexes, token_boundary = [], [0] * len(tokens)
   for i, token in enumerate(tokens):
     if token in ("[CLS]", "[SEP]"):
       token_boundary[i] = 1
       continue
-    if opts.do_whole_word_mask and cand_indexes and not is_start_piece(token):
+    start = is_start_piece(token)
+    if opts.do_whole_word_mask and cand_indexes and not start:
       cand_indexes[-1].append(i)
     else:
       cand_indexes.append([i])
-      if is_start_piece(token):
+      if start:
         token_boundary[i] = 1
   output = list(tokens)
   if opts.masked_lm_prob == 0:
     return output, [], [], token_boundary
   num_to_predict = min(opts.max_predictions_per_seq,
                        max(1, int(round(len(tokens) * opts.masked_lm_prob))))
-  pvals = ngram_probabilities(opts)
-  ngram_indexes = [[cand_indexes[i:i + n] for n in range(1, opts.ngram + 1)]
-                   for i in range(len(cand_indexes))]
-  # (Near the end the longer "n-grams" hold fewer words, as in the original.)
-  rng.shuffle(ngram_indexes)
+  cdf = ngram_cdf(opts)
+  order = list(range(len(cand_indexes)))
+  rng.shuffle(order)
 
   masked, covered = [], set()
-  for cand in ngram_indexes:
+  for start in order:
     if len(masked) >= num_to_predict:
       break
-    if not cand:
-      continue
-    index_set = _choose_span(cand, pvals, num_to_predict - len(masked), covered, nprng)
+    index_set = _choose_span(cand_indexes, start, cdf, num_to_predict - len(masked), covered,
+                             nprng)
     if index_set is None:
       continue
     for index in index_set:
@@ -163,15 +200,13 @@ def create_masked_lm_predictions(tokens: Sequence[str], opts: DataOptions, vocab
       masked.append((index, tokens[index]))
 
   if opts.do_permutation:  # the original's extra task: shuffle further spans among themselves
-    rng.shuffle(ngram_indexes)
+    rng.shuffle(order)
     selected = set()
-    for cand in ngram_indexes:
+    for start in order:
       if len(selected) >= num_to_predict:
         break
-      if not cand:
-        continue
-      index_set = _choose_span(cand, pvals, num_to_predict - len(selected), covered | selected,
-                               nprng)
+      index_set = _choose_span(cand_indexes, start, cdf, num_to_predict - len(selected),
+                               covered | selected, nprng)
       if index_set is not None:
         selected.update(index_set)
     selected = sorted(selected)
@@ -270,91 +305,137 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int):
 
 # ----------------------------------------------------------------------------- files
 
+def chunk_examples(chunk: corpus.Chunk, tokenizer, opts: DataOptions,
+                   report: corpus.Report) -> Iterator[Tuple[int, bytes]]:
+  """(key, serialized example) of every instance of a chunk, its `dupe_factor` rounds.
+
+  The chunk's RNGs are seeded by (random_seed, file, chunk), so its instances depend
+  on nothing else; a sentence B taken from another document comes from the same chunk.
+  Yields as it goes: memory holds the chunk's documents, not its instances.
+  """
+  rng = random.Random(f"{opts.random_seed}:{chunk.file_index}:{chunk.chunk_index}")
+  nprng = np.random.default_rng([opts.random_seed, chunk.file_index, chunk.chunk_index])
+  documents = read_chunk_documents(chunk, tokenizer, report)
+  rng.shuffle(documents)
+  report["documents"] += len(documents)
+  half = opts.max_seq_length / 2
+  index = 0
+  for _ in range(opts.dupe_factor):
+    for i in range(len(documents)):
+      for x in create_instances_from_document(documents, i, opts, tokenizer,
+                                              tokenizer.vocab_size, rng, nprng):
+        report["instances"] += 1
+        report["tokens"] += len(x.tokens)
+        report["masked"] += len(x.masked_lm_positions)
+        report["short"] += len(x.tokens) < half
+        yield (corpus.example_key(opts.random_seed, chunk.file_index, chunk.chunk_index, index),
+               instance_to_example(x, tokenizer, opts))
+        index += 1
+
+
+def plan(input_files: Sequence[str], chunk_mb: float) -> List[corpus.Chunk]:
+  """Every chunk of the corpus, file by file."""
+  chunk_bytes = max(1, int(chunk_mb * 2**20))
+  return [c for k, path in enumerate(input_files) for c in corpus.plan_chunks(k, path, chunk_bytes)]
+
+
+def make_tokenizer(spm_model_file, do_lower_case, vocab_file=None):
+  """The tokenizer of the flags; fails early, naming the file, if it is unreadable or lacks
+  [CLS], [SEP] or [MASK] (every instance needs them)."""
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                         spm_model_file=spm_model_file)
+  for token_id in ("cls_id", "sep_id", "mask_id"):
+    getattr(tokenizer, token_id)
+  return tokenizer
+
+
 _WORKER = {}
 
 
-def _init_worker(spm_model_file, do_lower_case, opts, vocab_file=None):
-  _WORKER["tokenizer"] = tokenization.FullTokenizer(vocab_file=vocab_file,
-                                                    do_lower_case=do_lower_case,
-                                                    spm_model_file=spm_model_file)
+def _init_worker(spm_model_file, do_lower_case, opts, vocab_file, spill_dir, num_shards):
+  _WORKER["tokenizer"] = make_tokenizer(spm_model_file, do_lower_case, vocab_file)
   _WORKER["opts"] = opts
+  _WORKER["spill"] = corpus.Spill(spill_dir, f"{os.getpid()}", num_shards)
 
 
-def _file_examples(job):
-  """Serialized examples of one input file (its own seeded RNGs, shuffled within the file)."""
-  file_index, path = job
-  tokenizer, opts = _WORKER["tokenizer"], _WORKER["opts"]
-  rng = random.Random(f"{opts.random_seed}:{file_index}")
-  nprng = np.random.default_rng([opts.random_seed, file_index])
-  documents = read_documents(path, tokenizer)
-  rng.shuffle(documents)
-  instances = []
-  for _ in range(opts.dupe_factor):
-    for i in range(len(documents)):
-      instances.extend(create_instances_from_document(documents, i, opts, tokenizer,
-                                                      tokenizer.vocab_size, rng, nprng))
-  rng.shuffle(instances)
-  stats = dict(documents=len(documents), instances=len(instances),
-               masked=sum(len(x.masked_lm_positions) for x in instances),
-               tokens=sum(len(x.tokens) for x in instances))
-  return path, [instance_to_example(x, tokenizer, opts) for x in instances], stats
+def _spill_chunk(chunk: corpus.Chunk) -> corpus.Report:
+  """Processes one chunk into this process's spill files; returns its report."""
+  report, spill = corpus.Report(), _WORKER["spill"]
+  for key, serialized in chunk_examples(chunk, _WORKER["tokenizer"], _WORKER["opts"], report):
+    spill.add(key, serialized)
+  spill.flush()
+  return report
+
+
+def check_outputs(output_files: Sequence[str], overwrite: bool) -> None:
+  existing = [f for f in output_files if tf.io.gfile.exists(f)]
+  if existing and not overwrite:
+    raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
+                          "pass --overwrite to replace it")
+  for f in output_files:
+    tf.io.gfile.makedirs(os.path.dirname(os.path.abspath(f)) if "://" not in f
+                         else os.path.dirname(f))
+
+
+def no_examples_error(input_files: Sequence[str], report: corpus.Report) -> ValueError:
+  problems = "; ".join(report.describe_problems())
+  return ValueError(f"no pretraining examples from {', '.join(input_files)}: no text (one "
+                    "sentence per line, a blank line between documents)"
+                    + (f"; {problems}" if problems else ""))
 
 
 def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
                            spm_model_file: Optional[str], opts: DataOptions,
                            do_lower_case: bool = True, num_workers: int = 1,
                            overwrite: bool = False, progress: bool = True,
-                           vocab_file: Optional[str] = None) -> dict:
-  """Writes TFRecord shards of pretraining examples; returns counts.
+                           vocab_file: Optional[str] = None,
+                           chunk_mb: float = corpus.DEFAULT_CHUNK_MB) -> corpus.Report:
+  """Writes TFRecord shards of pretraining examples (the local path); returns the report.
 
   The vocabulary is `spm_model_file` (SentencePiece) or, without it,
   `vocab_file` (WordPiece), as `tokenization.FullTokenizer` takes them.
 
-  Input file k is processed with RNGs seeded by (random_seed, k), so output is
-  deterministic for a seed whatever `num_workers`. Examples go round-robin
-  to the output files, each written under a temporary name and renamed when
-  complete; existing outputs are refused unless `overwrite`.
+  The corpus is cut into chunks of whole documents (`chunk_mb` of one file), which
+  `num_workers` processes turn into keyed examples (`chunk_examples`) and spill to
+  per-shard files; each shard is then sorted by key and written under a temporary
+  name, renamed when complete. The shards are the same files, byte for byte, as the
+  Beam pipeline's (`albert_tf.data.beam_pipeline`) and the same for any
+  `num_workers`. Existing outputs are refused unless `overwrite`.
   """
-  existing = [f for f in output_files if tf.io.gfile.exists(f)]
-  if existing and not overwrite:
-    raise FileExistsError(f"--output_file {', '.join(existing)} already exists; "
-                          "pass --overwrite to replace it")
-  # Fails early, naming the file, if the model is unreadable; reused when num_workers == 1.
-  tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                         spm_model_file=spm_model_file)
-  for token_id in ("cls_id", "sep_id", "mask_id"):   # the instances need all three
-    getattr(tokenizer, token_id)
-  for f in output_files:
-    os.makedirs(os.path.dirname(os.path.abspath(f)), exist_ok=True)
-  totals = collections.Counter()
-  jobs = list(enumerate(input_files))
-  bar = progress_bar(total=len(jobs), unit="file", disable=not progress,
-                     desc="create_pretraining_data")
+  check_outputs(output_files, overwrite)
+  corpus.check_inputs(input_files)
+  tokenizer = make_tokenizer(spm_model_file, do_lower_case, vocab_file)
+  chunks = plan(input_files, chunk_mb)
+  report = corpus.Report()
+  spill_dir = tempfile.mkdtemp(prefix=".create_pretraining_data-",
+                               dir=os.path.dirname(os.path.abspath(output_files[0])))
+  bar = progress_bar(total=sum(c.end - c.start for c in chunks), unit="B", unit_scale=True,
+                     disable=not progress, desc="create_pretraining_data")
   pool = None
-  if num_workers > 1:
-    pool = multiprocessing.get_context("spawn").Pool(
-        num_workers, _init_worker, (spm_model_file, do_lower_case, opts, vocab_file))
-    results: Iterator = pool.imap(_file_examples, jobs)
-  else:
-    _WORKER.update(tokenizer=tokenizer, opts=opts)
-    results = map(_file_examples, jobs)
-
-  def examples():
-    for _, serialized, stats in results:
-      yield from serialized
-      totals.update(stats)
-      bar.update(1)
-      bar.set_postfix(instances=totals["instances"])
-
   try:
-    write_records(examples(), output_files,
-                  if_none=f"no pretraining examples from {', '.join(input_files)}: no text "
-                  "(one sentence per line, a blank line between documents)")
+    args = (spm_model_file, do_lower_case, opts, vocab_file, spill_dir, len(output_files))
+    if num_workers > 1:
+      pool = multiprocessing.get_context("spawn").Pool(num_workers, _init_worker, args)
+      results: Iterator = pool.imap(_spill_chunk, chunks)
+    else:
+      _init_worker(*args)
+      _WORKER["tokenizer"] = tokenizer
+      results = map(_spill_chunk, chunks)
+    for chunk, chunk_report in zip(chunks, results):
+      report.merge(chunk_report)
+      bar.update(chunk.end - chunk.start)
+      bar.set_postfix(instances=report["instances"])
+    if not report["instances"]:
+      raise no_examples_error(input_files, report)
+    for shard, path in enumerate(output_files):
+      corpus.write_shard(path, corpus.read_spills(spill_dir, shard))
   finally:
     bar.close()
     if pool:
       pool.terminate()
-  return dict(totals, files=len(input_files))
+    shutil.rmtree(spill_dir, ignore_errors=True)
+  report["files"] = len(input_files)
+  return report
 
 
 # ----------------------------------------------------------------------------- reading
@@ -404,35 +485,82 @@ ORIGINAL_FLAGS = {
 }
 
 
+RUNNERS_HELP = ("Run as an Apache Beam pipeline on this runner (DirectRunner here; "
+                "DataflowRunner, FlinkRunner, SparkRunner, ...); needs albert_tf[beam]. "
+                "Unset: the local path (processes on this machine, no Beam).")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CreationOptions(DataOptions):
   """create_pretraining_data.py's flags: the files, and the knobs of DataOptions."""
   input_file: str = option(help="Input text files: comma-separated paths or globs.")
-  output_file: str = option(help="Output TFRecord files, comma-separated (shards).")
+  output_file: str = option(help="Output TFRecord files, comma-separated (shards), or one "
+                            "name with --num_output_shards.")
+  num_output_shards: Optional[int] = option(None, "Write <output_file>-0000k-of-0000N "
+                                            "shards.", at_least=1)
   spm_model_file: Optional[str] = option(None, "SentencePiece model of the vocabulary.")
   vocab_file: Optional[str] = option(None, "WordPiece vocabulary (vocab_chinese.txt), instead "
                                      "of --spm_model_file.")
   do_lower_case: bool = option(True, "Lower-case the input text.")
-  num_workers: int = option(1, "Processes working on input files in parallel.", at_least=1)
+  num_workers: int = option(1, "Local path: processes working on chunks in parallel.",
+                            at_least=1)
+  chunk_mb: float = option(corpus.DEFAULT_CHUNK_MB, "Input files are processed in chunks of "
+                           "whole documents of about this many MB (the output depends on it).",
+                           above=0)
+  runner: Optional[str] = option(None, RUNNERS_HELP)
+  direct_num_workers: int = option(1, "--runner=DirectRunner: worker processes.", at_least=1)
+  beam_pipeline_options: Optional[str] = option(None, "More Beam pipeline options, space-"
+                                                "separated (e.g. '--project=p --region=r "
+                                                "--temp_location=gs://b/tmp').")
   overwrite: bool = option(False, "Replace existing output files.")
   progress: bool = option(True, "Show a progress bar.")
+
+
+def describe(report: corpus.Report, max_seq_length: int) -> str:
+  """The original's instance statistics of a run, in one line."""
+  n = report.get("instances", 0)
+  return (f"{n} instances from {report.get('documents', 0)} documents; mean length "
+          f"{report.get('tokens', 0) / max(n, 1):.1f} tokens, "
+          f"{report.get('short', 0) / max(n, 1):.1%} under half of max_seq_length="
+          f"{max_seq_length}; masked {report.get('masked', 0)} of {report.get('tokens', 0)} "
+          f"tokens ({report.get('masked', 0) / max(report.get('tokens', 0), 1):.3f} per token)")
 
 
 def create(opts: CreationOptions) -> dict:
   """What create_pretraining_data.py does; returns the counts."""
   started = time.time()
   knobs = DataOptions(**{f.name: getattr(opts, f.name) for f in dataclasses.fields(DataOptions)})
-  outputs = [f.strip() for f in opts.output_file.split(",") if f.strip()]
+  outputs = corpus.shard_names(opts.output_file, opts.num_output_shards)
   if bool(opts.spm_model_file) == bool(opts.vocab_file):
     raise ValueError("pass exactly one of --spm_model_file (a SentencePiece model such as "
                      "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "
                      "vocab_chinese.txt)")
-  stats = write_pretraining_data(expand_files(opts.input_file), outputs, opts.spm_model_file,
-                                 knobs, do_lower_case=opts.do_lower_case,
-                                 num_workers=opts.num_workers, overwrite=opts.overwrite,
-                                 progress=opts.progress, vocab_file=opts.vocab_file)
-  print(f"Wrote {stats.get('instances', 0)} examples from {stats['files']} files "
-        f"({stats.get('documents', 0)} documents) to {len(outputs)} files in "
-        f"{time.time() - started:.1f} s; masked {stats.get('masked', 0)} of "
-        f"{stats.get('tokens', 0)} tokens")
-  return stats
+  inputs = expand_files(opts.input_file)
+  if opts.runner:
+    from albert_tf.data import beam_pipeline  # pylint: disable=import-outside-toplevel
+    report = beam_pipeline.run(inputs, outputs, opts.spm_model_file, knobs,
+                               do_lower_case=opts.do_lower_case, vocab_file=opts.vocab_file,
+                               chunk_mb=opts.chunk_mb, runner=opts.runner,
+                               direct_num_workers=opts.direct_num_workers,
+                               beam_pipeline_options=opts.beam_pipeline_options,
+                               overwrite=opts.overwrite)
+    if not report["instances"]:
+      for f in outputs:   # the pipeline wrote empty shards
+        tf.io.gfile.remove(f)
+      raise no_examples_error(inputs, report)
+  else:
+    if opts.beam_pipeline_options or opts.direct_num_workers > 1:
+      raise ValueError("--beam_pipeline_options and --direct_num_workers are for a Beam run: "
+                       "add --runner=DirectRunner (or another runner)")
+    report = write_pretraining_data(inputs, outputs, opts.spm_model_file, knobs,
+                                    do_lower_case=opts.do_lower_case,
+                                    num_workers=opts.num_workers, overwrite=opts.overwrite,
+                                    progress=opts.progress, vocab_file=opts.vocab_file,
+                                    chunk_mb=opts.chunk_mb)
+  for line in report.describe_problems():
+    print(f"create_pretraining_data: {line}")
+  size = sum(tf.io.gfile.stat(f).length for f in inputs)
+  seconds = time.time() - started
+  print(f"Wrote {len(outputs)} files from {len(inputs)} input files ({size / 2**20:.1f} MB) in "
+        f"{seconds:.1f} s ({size / 2**20 / seconds:.2f} MB/s): {describe(report, knobs.max_seq_length)}")
+  return dict(report)

@@ -37,7 +37,7 @@ def preprocess_text(text: Union[str, bytes], remove_space: bool = True, lower: b
   if remove_space:
     outputs = " ".join(outputs.strip().split())
   outputs = outputs.replace("``", '"').replace("''", '"')
-  if not keep_accents:
+  if not keep_accents and not outputs.isascii():  # (ASCII has nothing to decompose)
     outputs = unicodedata.normalize("NFKD", outputs)
     outputs = "".join(c for c in outputs if not unicodedata.combining(c))
   if lower:
@@ -110,6 +110,8 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool 
     pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
   else:
     pieces = sp_model.EncodeAsPieces(text)
+  if "," not in text and text.isascii():  # (no piece can end in a comma)
+    return pieces
   new_pieces = []
   for piece in pieces:
     if _split_digit_comma(piece):
@@ -140,6 +142,7 @@ class FullTokenizer:
     self.vocab_file, self.spm_model_file = vocab_file, spm_model_file
     self.do_lower_case = do_lower_case
     self.sp_model = None
+    self._piece_ids = {}
     if spm_model_file:
       self._load_sentencepiece(spm_model_file)
       self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.vocab_size)}
@@ -304,7 +307,13 @@ class FullTokenizer:
   def convert_tokens_to_ids(self, tokens: Sequence[str]) -> List[int]:
     if self.sp_model is None:
       return convert_by_vocab(self.vocab, tokens)
-    return [self.sp_model.PieceToId(t) for t in tokens]
+    ids, known = [], self._piece_ids  # PieceToId once per distinct piece
+    for t in tokens:
+      i = known.get(t)
+      if i is None:
+        i = known[t] = self.sp_model.PieceToId(t)
+      ids.append(i)
+    return ids
 
   def convert_ids_to_tokens(self, ids: Sequence[int]) -> List[str]:
     if self.sp_model is None:
