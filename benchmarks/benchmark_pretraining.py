@@ -5,11 +5,17 @@
 
 The corpus is the pydoc topics that ship with Python, repeated with shuffled
 sentence orders until it reaches --corpus_mb, split over --num_files files.
+
+--mode=data runs create_pretraining_data.py once per --data_runs entry (local:N is the
+local path with --num_workers=N, direct:N the Beam DirectRunner with
+--direct_num_workers=N, each at each --dupe_factors) and prints MB of corpus per
+second, the peak RSS of the largest process (each worker is one process) and the
+output's size. --baseline_checkout=DIR adds DIR's create_pretraining_data.py (an
+older albert_tf checkout) as rows "baseline:N", on the same corpus and flags.
 """
 
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,9 +29,14 @@ sys.path.insert(0, ROOT)
 flags.DEFINE_enum("mode", "data", ["data", "train"], "What to measure.")
 flags.DEFINE_integer("corpus_mb", 50, "Size of the generated corpus.")
 flags.DEFINE_integer("num_files", 10, "Input files of the corpus.")
-flags.DEFINE_integer("num_workers", 2, "create_pretraining_data.py --num_workers.")
+flags.DEFINE_list("data_runs", ["local:1", "local:2", "direct:2"],
+                  "--mode=data: local:N (--num_workers=N) and direct:N (--runner=DirectRunner "
+                  "--direct_num_workers=N) runs.")
+flags.DEFINE_string("baseline_checkout", None, "--mode=data: also run this checkout's "
+                    "create_pretraining_data.py (rows baseline:N, N from --baseline_workers).")
+flags.DEFINE_list("baseline_workers", ["1", "2"], "--num_workers of the baseline rows.")
+flags.DEFINE_list("dupe_factors", ["1"], "--mode=data: dupe_factor of each run.")
 flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the data benchmark.")
-flags.DEFINE_integer("dupe_factor", 1, "dupe_factor of the data benchmark.")
 flags.DEFINE_integer("train_steps", 30, "Timed training steps per configuration.")
 flags.DEFINE_string("work_dir", None, "Scratch directory (default: a temporary one).")
 FLAGS = flags.FLAGS
@@ -61,27 +72,95 @@ def _corpus(work, megabytes, num_files):
   return paths
 
 
+def _descendants(pid):
+  """pid and every process below it (from /proc)."""
+  parents = {}
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+      except OSError:
+        continue
+  found, frontier = {pid}, [pid]
+  while frontier:
+    p = frontier.pop()
+    for child, parent in parents.items():
+      if parent == p and child not in found:
+        found.add(child)
+        frontier.append(child)
+  return found
+
+
+def _peak_rss(pid):
+  """Peak RSS (VmHWM, GiB) of pid, and the largest among its descendants, now."""
+  peaks = {}
+  for p in _descendants(pid):
+    try:
+      with open(f"/proc/{p}/status") as f:
+        for line in f:
+          if line.startswith("VmHWM:"):
+            peaks[p] = int(line.split()[1]) / 2**20
+    except OSError:
+      continue
+  return peaks.get(pid, 0.0), max([v for p, v in peaks.items() if p != pid], default=0.0)
+
+
+def _run_data(cmd):
+  """(seconds, peak RSS GiB of the main process, of the largest worker, stdout)."""
+  start = time.time()
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  main = worker = 0.0
+  while proc.poll() is None:
+    m, w = _peak_rss(proc.pid)
+    main, worker = max(main, m), max(worker, w)
+    time.sleep(0.2)
+  out, err = proc.communicate()
+  if proc.returncode:
+    raise SystemExit(err[-3000:])
+  return time.time() - start, main, worker, out
+
+
 def measure_data(work):
   spm = _vocab(work)
   files = _corpus(work, FLAGS.corpus_mb, FLAGS.num_files)
-  total = sum(os.path.getsize(p) for p in files)
-  outputs = ",".join(os.path.join(work, f"out-{k}.tfrecord") for k in range(4))
-  cmd = [sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
-         f"--input_file={os.path.join(work, 'corpus-*.txt')}", f"--output_file={outputs}",
-         f"--spm_model_file={spm}", f"--max_seq_length={FLAGS.max_seq_length}",
-         f"--dupe_factor={FLAGS.dupe_factor}", f"--num_workers={FLAGS.num_workers}",
-         "--overwrite"]
-  start = time.time()
-  result = subprocess.run(cmd, capture_output=True, text=True)
-  seconds = time.time() - start
-  if result.returncode:
-    raise SystemExit(result.stderr[-3000:])
-  peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # GiB (ru_maxrss is KiB)
-  print(result.stdout.strip().splitlines()[-1])
-  print(f"corpus {total / 2**20:.1f} MB in {FLAGS.num_files} files, {FLAGS.num_workers} workers, "
-        f"max_seq_length {FLAGS.max_seq_length}, dupe_factor {FLAGS.dupe_factor}: "
-        f"{seconds:.1f} s = {total / 2**20 / seconds:.2f} MB/s; "
-        f"peak RSS of the largest process {peak:.2f} GiB")
+  total = sum(os.path.getsize(p) for p in files) / 2**20
+  runs = list(FLAGS.data_runs)
+  if FLAGS.baseline_checkout:
+    runs += [f"baseline:{n}" for n in FLAGS.baseline_workers]
+  print(f"corpus {total:.1f} MB in {FLAGS.num_files} files, max_seq_length "
+        f"{FLAGS.max_seq_length}; CPU: {_cpu()}")
+  print("| run | dupe_factor | seconds | MB/s | MB/s per worker | peak RSS, main process "
+        "(GiB) | peak RSS, largest worker (GiB) | output (MB) |")
+  print("|---|---|---|---|---|---|---|---|")
+  for dupe in FLAGS.dupe_factors:
+    for run in runs:
+      kind, workers = run.split(":")
+      out_dir = os.path.join(work, f"out-{kind}-{workers}-{dupe}")
+      root = FLAGS.baseline_checkout if kind == "baseline" else ROOT
+      outputs = ",".join(os.path.join(out_dir, f"train-{k}.tfrecord") for k in range(4))
+      cmd = [sys.executable, os.path.join(root, "create_pretraining_data.py"),
+             f"--input_file={os.path.join(work, 'corpus-*.txt')}", f"--output_file={outputs}",
+             f"--spm_model_file={spm}", f"--max_seq_length={FLAGS.max_seq_length}",
+             f"--dupe_factor={dupe}", "--overwrite", "--noprogress"]
+      cmd += ([f"--runner=DirectRunner", f"--direct_num_workers={workers}"] if kind == "direct"
+              else [f"--num_workers={workers}"])
+      seconds, main, worker, out = _run_data(cmd)
+      size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir)) / 2**20
+      print(f"| {run} | {dupe} | {seconds:.1f} | {total / seconds:.2f} | "
+            f"{total / seconds / int(workers):.2f} | {main:.2f} | "
+            f"{worker if int(workers) > 1 else main:.2f} | {size:.0f} |", flush=True)
+      last_line = out.strip().splitlines()[-1]
+  print(f"last run's summary: {last_line}")
+
+
+def _cpu():
+  import re  # pylint: disable=import-outside-toplevel
+  info = open("/proc/cpuinfo").read()
+  name = re.search(r"model name\s*:\s*(.*)", info).group(1)
+  flags_ = set(re.search(r"flags\s*:\s*(.*)", info).group(1).split())
+  kinds = [f for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2") if f in flags_]
+  return f"{name} ({', '.join(kinds)}), {os.cpu_count()} cores"
 
 
 def measure_train(work):

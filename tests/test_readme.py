@@ -86,23 +86,32 @@ def test_readme_python_block_runs(place, paths, monkeypatch):
     assert (paths / "classifier" / "saved_model.pb").exists()
 
 
-def benchmark_commands():
-  """Every `python benchmarks/X.py --flags...` command of the README and docs/,
-  continuation lines joined: (script, [flag names])."""
+def script_commands():
+  """Every `python X.py --flags...` command of the README and docs/ (the scripts and
+  benchmarks/), continuation lines joined: (script, [flag names])."""
   text = "\n".join(page.read_text() for page in PAGES).replace("\\\n", " ")
-  return [(m.group(1), re.findall(r"--(?:no)?(\w+)", m.group(2)))
-          for m in re.finditer(r"^python (benchmarks/\w+\.py)(.*)$", text, re.M)]
+  return [(m.group(1), re.findall(r"(?:^|\s)--(?:no)?(\w+)",    # (not inside quotes)
+                                  re.sub(r"'[^']*'|\"[^\"]*\"", "", m.group(2))))
+          for m in re.finditer(r"^\s*python ((?:benchmarks/|hub_export/)?\w+\.py)(.*)$",
+                               text, re.M)]
 
 
-def test_the_readme_s_benchmark_commands_name_real_flags():
-  commands = benchmark_commands()
+def test_the_readme_s_commands_name_real_flags():
+  commands = script_commands()
   assert any(script.endswith("benchmark_peers.py") for script, _ in commands)
+  assert any(script == "create_pretraining_data.py" for script, _ in commands)
+  scripts = sorted({script for script, _ in commands})
+  running = {script: subprocess.Popen([sys.executable, str(ROOT / script), "--helpfull"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True) for script in scripts}
+  helps = {}
+  for script, proc in running.items():
+    out, err = proc.communicate(timeout=300)
+    assert "Traceback" not in err and "--" in out, (script, err[-2000:])
+    helps[script] = out
   for script, names in commands:
-    done = subprocess.run([sys.executable, str(ROOT / script), "--helpfull"],
-                          capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in done.stderr and "--" in done.stdout, done.stderr[-2000:]
     for name in names:
-      assert f"--[no]{name}" in done.stdout or f"--{name}" in done.stdout, (script, name)
+      assert f"--[no]{name}" in helps[script] or f"--{name}" in helps[script], (script, name)
 
 
 def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():

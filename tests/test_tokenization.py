@@ -45,6 +45,18 @@ def test_digit_comma_rule(tokenizer):
   assert any(len(t) > 1 and t.endswith(",") and t[-2].isdigit() for t in raw)
 
 
+def test_tokenize_lines_equals_tokenize_line_by_line(tokenizer):
+  """The batched path of create_pretraining_data: SentencePiece on all lines in one call,
+  the digit-comma rule where a line has a comma or characters NFKD may turn into one."""
+  from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
+  lines = [s for d in sample_corpus.pydoc_documents() for s in d][:3000]
+  lines += ["In 1990, 2,000 men came.", "caf\u00e9 1\uff0c000 and x\ufe502,5,", "``quoted'' 7,",
+            "\u00c0 la carte, 12,345", "  ", "\x07", "ARG1, ARG2,", "1,", ","]
+  assert tokenizer.tokenize_lines(lines) == [tokenizer.tokenize(t) for t in lines]
+  assert any("," in p and len(p) > 1 for t in lines for p in tokenizer.sp_model.EncodeAsPieces(
+      tokenization.preprocess_text(t, lower=True)))   # the rule had work to do
+
+
 def test_bytes_and_invalid_utf8(tokenizer):
   for b in BYTES:
     assert tokenizer.tokenize(b) == tokenizer.tokenize(b.decode("utf-8", "ignore"))

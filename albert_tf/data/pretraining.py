@@ -102,7 +102,19 @@ def read_chunk_documents(chunk: corpus.Chunk, tokenizer: tokenization.FullTokeni
   the original does) and lines that tokenize to nothing are skipped; both are counted in
   `report` with the place of the first few."""
   report = corpus.Report() if report is None else report
-  documents = [[]]
+  documents: List[List[List[str]]] = []
+  waiting = []             # (document, line number, text): tokenized a batch at a time
+
+  def tokenize_waiting():
+    texts = [text for _, _, text in waiting]
+    for (document, number, _), tokens in zip(waiting, tokenizer.tokenize_lines(texts)):
+      if tokens:
+        documents[document].append(tokens)
+      else:
+        report.problem("empty_lines", chunk, number)
+    waiting.clear()
+
+  new_document = True
   for number, raw in corpus.chunk_lines(chunk):
     try:
       line = raw.decode("utf-8").strip()
@@ -110,14 +122,15 @@ def read_chunk_documents(chunk: corpus.Chunk, tokenizer: tokenization.FullTokeni
       line = raw.decode("utf-8", "ignore").strip()
       report.problem("invalid_utf8", chunk, number)
     if not line:
-      if documents[-1]:
-        documents.append([])
+      new_document = True
       continue
-    tokens = tokenizer.tokenize(line)
-    if tokens:
-      documents[-1].append(tokens)
-    else:
-      report.problem("empty_lines", chunk, number)
+    if new_document:
+      documents.append([])
+      new_document = False
+    waiting.append((len(documents) - 1, number, line))
+    if len(waiting) >= 4096:
+      tokenize_waiting()
+  tokenize_waiting()
   return [d for d in documents if d]
 
 

@@ -112,6 +112,10 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool 
     pieces = sp_model.EncodeAsPieces(text)
   if "," not in text and text.isascii():  # (no piece can end in a comma)
     return pieces
+  return _digit_comma_rule(sp_model, pieces)
+
+
+def _digit_comma_rule(sp_model: spm.SentencePieceProcessor, pieces: List[str]) -> List[str]:
   new_pieces = []
   for piece in pieces:
     if _split_digit_comma(piece):
@@ -232,6 +236,16 @@ class FullTokenizer:
       return [piece for token in self.basic_tokenizer.tokenize(text)
               for piece in self.wordpiece_tokenizer.tokenize_word(token)]
     return encode_pieces(self.sp_model, preprocess_text(text, lower=self.do_lower_case), sample)
+
+  def tokenize_lines(self, texts: Sequence[Union[str, bytes]]) -> List[List[str]]:
+    """`[tokenize(t) for t in texts]`, SentencePiece's part in one call (faster)."""
+    if self.sp_model is None:
+      return [self.tokenize(t) for t in texts]
+    normalized = [preprocess_text(t, lower=self.do_lower_case) for t in texts]
+    batch = self.sp_model.EncodeAsPieces(normalized, num_threads=1)
+    return [pieces if "," not in text and text.isascii()
+            else _digit_comma_rule(self.sp_model, pieces)
+            for text, pieces in zip(normalized, batch)]
 
   def tokenize_with_offsets(self, text: str) -> Tuple[List[str], List[int], List[int]]:
     """`tokenize(text)` and each piece's characters in `text`: (pieces, starts, ends).
