@@ -5,6 +5,12 @@
       --spm_model_file=30k-clean.model --max_seq_length=512 --max_predictions_per_seq=20 \
       --dupe_factor=40 --num_workers=8
 
+The same as an Apache Beam pipeline (pip install 'albert_tf[beam]'), the same bytes:
+
+  python create_pretraining_data.py ... --output_file=data/train.tfrecord \
+      --num_output_shards=64 --runner=DirectRunner --direct_num_workers=2
+
+(--runner=DataflowRunner and others with --beam_pipeline_options; docs/pretraining.md).
 A WordPiece vocabulary (the Chinese releases' vocab_chinese.txt) goes in
 --vocab_file instead of --spm_model_file. Input: one sentence per line, a
 blank line between documents. The output has
