@@ -42,6 +42,8 @@ flags.DEFINE_integer("batch_size", 8, "uniform: examples per step.")
 flags.DEFINE_integer("seq_length", 128, "uniform: tokens per example.")
 flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "uniform: float32 and/or bfloat16.")
 flags.DEFINE_list("modes", ["train", "infer"], "uniform: train and/or infer.")
+flags.DEFINE_list("peers", ["torch", "onnx"], "uniform: peers beside torch (onnx: ONNX Runtime "
+                  "inference of transformers' exported model, float32).")
 flags.DEFINE_integer("steps", 4, "Timed steps per process.")
 flags.DEFINE_integer("rounds", 3, "Processes per implementation and setting (alternating).")
 flags.DEFINE_integer("real_batch_size", 8, "real_length: examples per step.")
@@ -154,12 +156,22 @@ def run_albert_tf(spec):
 
 
 def run_torch(spec):
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  model, head = _torch_model(spec)
+  params = list(model.parameters()) + list(head.parameters())
+  optimizer = torch.optim.Adam(params, lr=1e-5)
+  bf16 = spec["dtype"] == "bfloat16"
+  train = spec["mode"] == "train"
+  model.train(train)
+  return _time_torch(spec, model, head, optimizer, bf16, train)
+
+
+def _torch_model(spec):
+  """transformers' AlbertModel of the preset (tanh GELU, as albert_tf's) and a Linear head."""
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
-
   torch.set_num_threads(os.cpu_count())
   torch.manual_seed(0)
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
@@ -171,13 +183,12 @@ def run_torch(spec):
       hidden_dropout_prob=c.hidden_dropout_prob,
       attention_probs_dropout_prob=c.attention_probs_dropout_prob,
       max_position_embeddings=c.max_position_embeddings, type_vocab_size=c.type_vocab_size)
-  model = transformers.AlbertModel(config)
-  head = torch.nn.Linear(c.hidden_size, 2)
-  params = list(model.parameters()) + list(head.parameters())
-  optimizer = torch.optim.Adam(params, lr=1e-5)
-  bf16 = spec["dtype"] == "bfloat16"
-  train = spec["mode"] == "train"
-  model.train(train)
+  return transformers.AlbertModel(config), torch.nn.Linear(c.hidden_size, 2)
+
+
+def _time_torch(spec, model, head, optimizer, bf16, train):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
 
   def step(ids, mask, types, labels):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -210,6 +221,90 @@ def run_torch(spec):
               examples_per_second=spec["batch"] / statistics.median(times))
 
 
+def run_onnx(spec):
+  """Inference of transformers' AlbertModel + the head exported with torch.onnx.export and
+  run by ONNX Runtime on the CPU (float32: ONNX Runtime's CPU kernels have no bfloat16)."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  model, head = _torch_model(spec)
+  model.eval()
+
+  class Classifier(torch.nn.Module):
+    def __init__(self):
+      super().__init__()
+      self.model, self.head = model, head
+
+    def forward(self, ids, mask, types):
+      return self.head(self.model(input_ids=ids, attention_mask=mask,
+                                  token_type_ids=types).pooler_output)
+
+  data = batches(spec)
+  example = tuple(torch.from_numpy(a).long() for a in data[0][:3])
+  path = os.path.join(tempfile.mkdtemp(prefix="albert_onnx_"), "model.onnx")
+  with torch.no_grad():
+    torch.onnx.export(Classifier(), example, path, input_names=["ids", "mask", "types"],
+                      output_names=["logits"], opset_version=18, dynamo=False)
+  options = onnxruntime.SessionOptions()
+  options.intra_op_num_threads = os.cpu_count()
+  session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+  feed = lambda b: dict(ids=b[0].astype(np.int64), mask=b[1].astype(np.int64),
+                        types=b[2].astype(np.int64))
+  session.run(None, feed(data[0]))
+  times = []
+  for b in data[1:]:
+    start = time.perf_counter()
+    session.run(None, feed(b))
+    times.append(time.perf_counter() - start)
+  return dict(seconds_per_step=statistics.median(times),
+              examples_per_second=spec["batch"] / statistics.median(times))
+
+
+def run_peak(spec):
+  """The matmul peak of this machine in TensorFlow (oneDNN) at the model's own shapes:
+  [T, H] x [H, 3H], [T, H] x [H, H], [T, H] x [H, I], [T, I] x [I, H] with T = B * S,
+  FLOP-weighted (total FLOPs / total time), best of several repetitions each."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  t, h, i = spec["batch"] * spec["seq"], c.hidden_size, c.intermediate_size
+  dtype = tf.bfloat16 if spec["dtype"] == "bfloat16" else tf.float32
+  flops = seconds = 0.0
+  for m, k, n in ((t, h, 3 * h), (t, h, h), (t, h, i), (t, i, h)):
+    a = tf.random.normal([m, k], dtype=tf.float32)
+    b = tf.random.normal([k, n], dtype=tf.float32)
+    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[:1, :1], tf.float32)))
+    for _ in range(3):
+      matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(7):
+      start = time.perf_counter()
+      for _ in range(5):
+        matmul(a, b).numpy()
+      best = min(best, (time.perf_counter() - start) / 5)
+    flops += 2.0 * m * k * n
+    seconds += best
+  return dict(gflops=flops / seconds / 1e9)
+
+
+def step_gflop(spec):
+  """Nominal GFLOP of a step (matmuls only, what transformers' model computes): the
+  embedding projection, L x (Q, K, V, scores, context, output projection, FFN), the pooler
+  and the head; training is three times the forward (forward, and two matmuls per
+  matmul backward)."""
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  b, s = spec["batch"], spec["seq"]
+  t, h, i, e = b * s, c.hidden_size, c.intermediate_size, c.embedding_size
+  layer = 2 * t * h * 3 * h + 2 * 2 * b * s * s * h + 2 * t * h * h + 2 * 2 * t * h * i
+  forward = 2 * t * e * h + c.num_hidden_layers * layer + 2 * b * h * h + 2 * b * h * 2
+  return (3 if spec["mode"] == "train" else 1) * forward / 1e9
+
+
 def measure(spec):
   """Runs one spec in a fresh process and returns its result dict."""
   done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker=" + json.dumps(spec)],
@@ -236,18 +331,34 @@ def median(results, key="examples_per_second"):
 
 
 def uniform():
+  """Examples/s of each implementation, the same-run matmul peak of the dtype, and each
+  step's fraction of it (nominal step FLOPs / step time / peak)."""
   rows = []
   for dtype in FLAGS.dtypes:
     for mode in FLAGS.modes:
       common = dict(preset="base", batch=FLAGS.batch_size, seq=FLAGS.seq_length, dtype=dtype,
                     mode=mode, steps=FLAGS.steps)
-      got = alternate({impl: dict(common, impl=impl) for impl in ("albert_tf", "torch")})
-      row = dict(section="uniform", mode=mode, dtype=dtype, albert_tf=median(got["albert_tf"]),
-                 torch=median(got["torch"]))
+      impls = ["albert_tf", "torch"] + (["onnx"] if "onnx" in FLAGS.peers and mode == "infer"
+                                        and dtype == "float32" else [])
+      specs = {impl: dict(common, impl=impl) for impl in impls}
+      specs["peak"] = dict(common, impl="peak")
+      got = alternate(specs)
+      peak = median(got["peak"], "gflops")
+      gflop = step_gflop(common)
+      row = dict(section="uniform", mode=mode, dtype=dtype, peak_gflops=peak, step_gflop=gflop)
+      for impl in impls:
+        row[impl] = median(got[impl])
+        row[f"{impl}_of_peak"] = gflop * row[impl] / FLAGS.batch_size / peak
       row["ratio"] = row["albert_tf"] / row["torch"]
+      text = (f"uniform {mode:5s} {dtype:8s} peak {peak:.0f} GFLOP/s, step {gflop:.0f} GFLOP: "
+              + ", ".join(f"{impl} {row[impl]:.2f} ex/s ({row[f'{impl}_of_peak']:.0%} of peak)"
+                          for impl in impls)
+              + f"; albert_tf / torch {row['ratio']:.2f}")
+      if "onnx" in impls:
+        row["ratio_onnx"] = row["albert_tf"] / row["onnx"]
+        text += f", albert_tf / onnxruntime {row['ratio_onnx']:.2f}"
       rows.append(row)
-      print(f"uniform {mode:5s} {dtype:8s} albert_tf {row['albert_tf']:.2f} ex/s, torch "
-            f"{row['torch']:.2f} ex/s, ratio {row['ratio']:.2f}", flush=True)
+      print(text, flush=True)
   return rows
 
 
@@ -309,15 +420,26 @@ def memory():
   return rows
 
 
+def cpu_description():
+  """lscpu's model name, the CPU flags that decide the speed of each dtype, the cores."""
+  import re  # pylint: disable=g-import-not-at-top
+  info = open("/proc/cpuinfo").read()
+  name = re.search(r"model name\s*:\s*(.*)", info).group(1).strip()
+  present = set(re.search(r"flags\s*:\s*(.*)", info).group(1).split())
+  wanted = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
+  return (f"{name} ({' '.join(f for f in wanted if f in present) or 'none of ' + str(wanted)}), "
+          f"{os.cpu_count()} CPUs")
+
+
 def main(_):
   if FLAGS.worker:
     spec = json.loads(FLAGS.worker)
-    result = (run_albert_tf if spec["impl"] == "albert_tf" else run_torch)(spec)
+    result = dict(albert_tf=run_albert_tf, torch=run_torch, onnx=run_onnx,
+                  peak=run_peak)[spec["impl"]](spec)
     print(json.dumps(result))
     return
-  import platform  # pylint: disable=g-import-not-at-top
-  print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; each figure the "
-        f"median of {FLAGS.rounds} processes ({FLAGS.memory_rounds} in memory)", flush=True)
+  print(f"{cpu_description()}; each figure the median of {FLAGS.rounds} processes "
+        f"({FLAGS.memory_rounds} in memory)", flush=True)
   rows = []
   for section in FLAGS.sections:
     rows += {"uniform": uniform, "real_length": real_length, "memory": memory}[section]()

@@ -477,3 +477,45 @@ def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
   encoder = AlbertEncoder(GROUPED)
   infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
   assert not _fused_gelu_names(_function_names(infer))
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, recompute):
+  """Under mixed_bfloat16 each application of a shared block has its own bfloat16
+  gradient; the variable's gradient is their sum taken in float32 (as a float64 sum of
+  the recorded per-application gradients gives it), not rounded to bfloat16 at each of
+  the L - 1 additions."""
+  from albert_tf.modeling import encoder as encoder_module  # pylint: disable=import-outside-toplevel
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  cfg = dict(TINY, num_hidden_layers=6, intermediate_size=64)
+  recorded = []
+
+  @tf.custom_gradient
+  def recording(compute_value, master):
+    def grad(upstream):
+      recorded.append(upstream)
+      return None, tf.cast(upstream, master.dtype)
+    return tf.identity(compute_value), grad
+
+  monkeypatch.setattr(encoder_module, "use_in_compute_dtype", recording)
+  model = AlbertEncoder(cfg, recompute=recompute)
+  inputs = encoder_inputs(random_inputs(cfg))
+  model(inputs)
+  dy = tf.random.stateless_normal([3, 11, 32], [1, 2])
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(tf.cast(model(inputs, training=True)["sequence_output"], tf.float32)
+                         * dy)
+  kernel = model.groups[0][0].intermediate.kernel
+  got = tape.gradient(loss, kernel)
+  assert got.dtype == tf.float32
+  applications = [u for u in recorded if u.shape == (32, 64)]
+  assert len(applications) == 6 and applications[0].dtype == tf.bfloat16
+  exact = np.sum([u.numpy().astype(np.float64) for u in applications], 0)
+  scale = np.abs(exact).max()
+  error = np.abs(got.numpy() - exact).max() / scale
+  in_bfloat16 = applications[0]
+  for u in applications[1:]:
+    in_bfloat16 = in_bfloat16 + u     # what summing in the compute dtype gives
+  rounded = np.abs(tf.cast(in_bfloat16, tf.float32).numpy() - exact).max() / scale
+  assert error < 1e-6, error
+  assert rounded > 100 * error, (rounded, error)

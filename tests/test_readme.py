@@ -128,6 +128,13 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   assert result["seconds_per_step"] > 0 and result["state_bytes"] > 40e6  # weights + slots
   assert result["peak_bytes"] > result["state_bytes"]                     # and the process
   assert result["tokens"] == 4 * 128 and result["activation_bytes"] > 100e6
+  # The same-run matmul peak the benchmark divides by: TensorFlow only, no peers.
+  peak = dict(impl="peak", preset="base", batch=1, seq=32, dtype="float32")
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
+                         "--worker=" + json.dumps(peak)], capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert json.loads(done.stdout.strip().splitlines()[-1])["gflops"] > 1
 
 
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():

@@ -38,6 +38,17 @@ def sum_gradients_in_order(weight: tf.Tensor) -> tf.Tensor:
   return tf.identity(weight), grad
 
 
+@tf.custom_gradient
+def use_in_compute_dtype(compute_value: tf.Tensor, master: tf.Tensor) -> tf.Tensor:
+  """`compute_value` (the cast of `master`, made once per call) for one application of a
+  shared weight; that application's gradient goes to the float32 `master`, cast to
+  float32 first, so the L applications' gradients are summed in float32 (through
+  `sum_gradients_in_order` on the master copies) rather than in bfloat16."""
+  def grad(upstream):
+    return None, tf.cast(upstream, master.dtype)
+  return tf.identity(compute_value), grad
+
+
 def attention_bias_from_mask(input_mask: tf.Tensor) -> tf.Tensor:
   """[B, S] 0/1 mask -> [B, 1, 1, S] float32 additive bias (0 or -10000, as the original)."""
   mask = tf.cast(input_mask, tf.float32)
@@ -133,13 +144,26 @@ class AlbertEncoder(keras.Model):
       x = self.embedding_projection(x)                                        # [B, S, H]
     bias = attention_bias_from_mask(mask)                                     # [B, 1, 1, S]
 
-    # Shared weights are read (and cast) once per call, not once per layer.
-    weights = [[block.read_weights() for block in group] for group in self.groups]
+    # Shared weights are read (and cast) once per call, not once per layer. Training in
+    # a lower precision keeps float32 master copies whose gradients (each application's,
+    # cast to float32) are summed in float32.
+    compute_dtype = tf.as_dtype(self.compute_dtype)
+    masters = None
+    if training and compute_dtype != tf.float32:
+      masters = [[block.read_weights(tf.float32) for block in group] for group in self.groups]
+      weights = [[{k: tf.cast(v, compute_dtype) for k, v in w.items()} for w in group]
+                 for group in masters]
+    else:
+      weights = [[block.read_weights() for block in group] for group in self.groups]
     encoder_outputs = []
     num_layers = self.config.num_hidden_layers
     for layer_index in range(num_layers):
       group_index = self.config.group_index(layer_index)
-      group = list(zip(self.groups[group_index], weights[group_index]))
+      used = weights[group_index]
+      if masters is not None:
+        used = [{k: use_in_compute_dtype(v, m[k]) for k, v in w.items()}
+                for w, m in zip(used, masters[group_index])]
+      group = list(zip(self.groups[group_index], used))
       for inner_index, (block, block_weights) in enumerate(group):
         last = layer_index == num_layers - 1 and inner_index == len(group) - 1
         # The last application also computes the first token on its own, for the
@@ -148,7 +172,10 @@ class AlbertEncoder(keras.Model):
         if last:
           x, first_token = x                                                  # [B, S, H], [B, H]
         encoder_outputs.append(x)                                             # [B, S, H]
-      if training:
+      if masters is not None:
+        masters[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
+                                for w in masters[group_index]]
+      elif training:
         weights[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
                                 for w in weights[group_index]]
 

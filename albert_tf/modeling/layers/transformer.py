@@ -109,7 +109,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.output_layer_norm.build([None, h])
     super().build(input_shape)  # and the generator
 
-  def read_weights(self):
+  def read_weights(self, dtype=None):
     """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
 
     With cross-layer sharing the same block runs L times per forward pass;
@@ -117,17 +117,25 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     them to every application saves L - 1 reads, casts and concatenations.
     The 1/sqrt(D) logit scale is folded into the query projection (exact for
     D = 64, a power of two), and Q, K, V are concatenated for one matmul.
+    `dtype=tf.float32` reads the float32 variables themselves under mixed
+    precision (the encoder's master copies).
     """
+    if dtype == tf.float32:   # the variable under Keras' AutoCastVariable, not its cast
+      read = lambda v: tf.convert_to_tensor(getattr(v, "_variable", v))
+    else:
+      read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
     return dict(
-        qkv_kernel=tf.concat([self.query.kernel * scale, self.key.kernel, self.value.kernel], 1),
-        qkv_bias=tf.concat([self.query.bias * scale, self.key.bias, self.value.bias], 0),
-        attention_kernel=tf.identity(self.attention_output.kernel),
-        attention_bias=tf.identity(self.attention_output.bias),
-        intermediate_kernel=tf.identity(self.intermediate.kernel),
-        intermediate_bias=tf.identity(self.intermediate.bias),
-        output_kernel=tf.identity(self.output_dense.kernel),
-        output_bias=tf.identity(self.output_dense.bias))
+        qkv_kernel=tf.concat([read(self.query.kernel) * scale, read(self.key.kernel),
+                              read(self.value.kernel)], 1),
+        qkv_bias=tf.concat([read(self.query.bias) * scale, read(self.key.bias),
+                            read(self.value.bias)], 0),
+        attention_kernel=read(self.attention_output.kernel),
+        attention_bias=read(self.attention_output.bias),
+        intermediate_kernel=read(self.intermediate.kernel),
+        intermediate_bias=read(self.intermediate.bias),
+        output_kernel=read(self.output_dense.kernel),
+        output_bias=read(self.output_dense.bias))
 
   def call(self, inputs, attention_bias, training=None, weights=None, first_token=False):
     """Applies the block.
