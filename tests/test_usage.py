@@ -131,3 +131,24 @@ def test_mixed_precision_with_a_tf_hub_encoder_is_refused_not_ignored():
                                        "--albert_hub_module_handle"):
     ClassifierOptions(**_required(ClassifierOptions), albert_hub_module_handle="hub/albert_base",
                       dtype="bfloat16")
+
+
+def test_bfloat16_on_a_cpu_without_bfloat16_instructions_prints_a_hint(tmp_path, monkeypatch,
+                                                                         capsys):
+  """--dtype=bfloat16 where oneDNN would emulate it (AVX2 or plain AVX-512) prints one line
+  saying so; on amx_bf16 / avx512_bf16 CPUs, or for float32, nothing."""
+  from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
+  cpuinfo = tmp_path / "cpuinfo"
+  cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n")
+  assert distribute.cpu_flags(str(cpuinfo)) == {"fpu", "sse2", "avx2", "avx512f"}
+  assert distribute.cpu_flags(str(tmp_path / "missing")) == set()
+  for flags, expected in (({"avx2"}, True), ({"avx2", "avx512f"}, True),
+                          ({"avx512f", "avx512_bf16"}, False), ({"amx_bf16"}, False),
+                          (set(), False)):
+    monkeypatch.setattr(distribute, "cpu_flags", lambda flags=flags: flags)
+    distribute.set_precision("bfloat16")
+    err = capsys.readouterr().err
+    assert (err.count("\n") == 1 and "--dtype=bfloat16 is emulated" in err) == expected, flags
+    assert (len(err) > 0) == expected
+    distribute.set_precision("float32")
+    assert capsys.readouterr().err == ""
