@@ -67,13 +67,13 @@ class _ExamplesOfChunk:
 
   def setup(self):
     self.tokenizer = pretraining.make_tokenizer(*self.args)
+    self.tagged = _import_beam().pvalue.TaggedOutput
 
   def process(self, chunk):
-    beam = _import_beam()
     report = corpus.Report()
     for key, serialized in pretraining.chunk_examples(chunk, self.tokenizer, self.opts, report):
       yield corpus.shard_of(key, self.num_shards), (key, serialized)
-    yield beam.pvalue.TaggedOutput("report", report.to_dict())
+    yield self.tagged("report", report.to_dict())
 
 
 def _merge_reports(reports):

@@ -141,6 +141,7 @@ def ngram_probabilities(opts: DataOptions) -> np.ndarray:
   return pvals if opts.favor_shorter_ngram else pvals[::-1].copy()
 
 
+@functools.lru_cache(maxsize=16)
 def ngram_cdf(opts: DataOptions) -> np.ndarray:
   """The cumulative p(n) that `numpy.random.Generator.choice(range(1, ngram + 1), p=...)`
   draws with: one `random()` per draw, searched in it, gives the same n as choice."""
@@ -365,8 +366,9 @@ def make_tokenizer(spm_model_file, do_lower_case, vocab_file=None):
 _WORKER = {}
 
 
-def _init_worker(spm_model_file, do_lower_case, opts, vocab_file, spill_dir, num_shards):
-  _WORKER["tokenizer"] = make_tokenizer(spm_model_file, do_lower_case, vocab_file)
+def _init_worker(spm_model_file, do_lower_case, opts, vocab_file, spill_dir, num_shards,
+                 tokenizer=None):
+  _WORKER["tokenizer"] = tokenizer or make_tokenizer(spm_model_file, do_lower_case, vocab_file)
   _WORKER["opts"] = opts
   _WORKER["spill"] = corpus.Spill(spill_dir, f"{os.getpid()}", num_shards)
 
@@ -431,8 +433,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
       pool = multiprocessing.get_context("spawn").Pool(num_workers, _init_worker, args)
       results: Iterator = pool.imap(_spill_chunk, chunks)
     else:
-      _init_worker(*args)
-      _WORKER["tokenizer"] = tokenizer
+      _init_worker(*args, tokenizer=tokenizer)
       results = map(_spill_chunk, chunks)
     for chunk, chunk_report in zip(chunks, results):
       report.merge(chunk_report)

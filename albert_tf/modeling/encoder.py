@@ -172,12 +172,10 @@ class AlbertEncoder(keras.Model):
         if last:
           x, first_token = x                                                  # [B, S, H], [B, H]
         encoder_outputs.append(x)                                             # [B, S, H]
-      if masters is not None:
-        masters[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
-                                for w in masters[group_index]]
-      elif training:
-        weights[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
-                                for w in weights[group_index]]
+      if training:  # the running sums: on the master copies when there are any
+        chained = masters if masters is not None else weights
+        chained[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
+                                for w in chained[group_index]]
 
     pooled = self.pooler(first_token)                                         # [B, H]
     return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)

@@ -99,6 +99,12 @@ def _split_digit_comma_piece(sp_model: spm.SentencePieceProcessor, piece: str) -
   return cur_pieces + [piece[-1]]
 
 
+def _may_have_digit_comma(text: str) -> bool:
+  """Whether a piece of normalized `text` can end in a comma (without a comma in ASCII
+  text none can; other characters may normalize to one)."""
+  return "," in text or not text.isascii()
+
+
 def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool = False) -> List[str]:
   """SentencePiece pieces of normalized `text`, with the original digit-comma rule.
 
@@ -110,9 +116,7 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool 
     pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
   else:
     pieces = sp_model.EncodeAsPieces(text)
-  if "," not in text and text.isascii():  # (no piece can end in a comma)
-    return pieces
-  return _digit_comma_rule(sp_model, pieces)
+  return _digit_comma_rule(sp_model, pieces) if _may_have_digit_comma(text) else pieces
 
 
 def _digit_comma_rule(sp_model: spm.SentencePieceProcessor, pieces: List[str]) -> List[str]:
@@ -243,8 +247,7 @@ class FullTokenizer:
       return [self.tokenize(t) for t in texts]
     normalized = [preprocess_text(t, lower=self.do_lower_case) for t in texts]
     batch = self.sp_model.EncodeAsPieces(normalized, num_threads=1)
-    return [pieces if "," not in text and text.isascii()
-            else _digit_comma_rule(self.sp_model, pieces)
+    return [_digit_comma_rule(self.sp_model, pieces) if _may_have_digit_comma(text) else pieces
             for text, pieces in zip(normalized, batch)]
 
   def tokenize_with_offsets(self, text: str) -> Tuple[List[str], List[int], List[int]]:
