@@ -8,7 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf.modeling import activations, heads, layers, recompute
+from albert_tf.modeling import activations, fused, heads, layers, recompute
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
 
@@ -454,18 +454,34 @@ def test_float32_training_runs_the_fused_gelu_with_the_reference_gradients(monke
     np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * scale)
 
 
-def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
-  """In a mixed_bfloat16 training step the FFN's GELU is the fused XLA kernel both ways
-  (not in inference); the step's gradients are float32's to bfloat16 precision, also
-  under MirroredStrategy (two CPU replicas, gradients summed)."""
+_KERNELS16 = {"_bias_gelu_forward", "_bias_gelu_backward", "_add_norm_forward",
+              "_add_norm_backward"}
+
+
+def _fused_kernel_names(names):
+  """The `albert_tf.modeling.fused` XLA kernels among a graph's function names."""
+  return {kernel for kernel in _KERNELS16 for n in names
+          if n.startswith(f"__inference_{kernel}")}
+
+
+def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
+  """In a mixed_bfloat16 training step the FFN's bias + GELU and each projection's bias +
+  residual + LayerNorm are `albert_tf.modeling.fused` XLA kernels both ways (in inference
+  only the LayerNorm's: oneDNN fuses matmul + bias + GELU); the step's gradients are
+  float32's to bfloat16 precision, also under MirroredStrategy (two CPU replicas,
+  gradients summed), and so are they with the reference ops instead."""
   inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
   want, _ = _fused_gelu_gradients("float32")
   got, names16 = _fused_gelu_gradients("mixed_bfloat16")
-  assert {n.split("_fused")[0] for n in _fused_gelu_names(names16)} == {
-      "__inference__gelu_forward", "__inference__gelu_backward"}, names16
+  assert _fused_kernel_names(names16) == _KERNELS16, names16
+  assert not _fused_gelu_names(names16)
+  with fused.reference_ops():
+    reference, names = _fused_gelu_gradients("mixed_bfloat16")
+  assert not _fused_kernel_names(names)
   scale = max(np.abs(g).max() for g in want)
-  for a, b in zip(want, got):
+  for a, b, c in zip(want, got, reference):
     np.testing.assert_allclose(b, a, atol=0.03 * scale)
+    np.testing.assert_allclose(c, a, atol=0.03 * scale)
   assert scale > 1.0   # gradients large enough to disagree
 
   devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
@@ -476,7 +492,9 @@ def test_bfloat16_training_runs_the_fused_gelu_and_agrees_with_float32():
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   encoder = AlbertEncoder(GROUPED)
   infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
-  assert not _fused_gelu_names(_function_names(infer))
+  names = _function_names(infer)
+  assert not _fused_gelu_names(names)
+  assert _fused_kernel_names(names) == {"_add_norm_forward"}, names
 
 
 @pytest.mark.parametrize("recompute", [False, True])

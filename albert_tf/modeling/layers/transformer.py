@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.modeling import activations
+from albert_tf.modeling import fused
 from albert_tf.modeling.recompute import recompute_grad
 from albert_tf.modeling.layers.layer_norm import LayerNorm
 
@@ -21,6 +22,17 @@ def dense_of_known_value(inputs, kernel, bias, value):
     return (tf.matmul(upstream, kernel, transpose_b=True),                  # [R, I]
             tf.matmul(inputs, upstream, transpose_a=True),                  # [I, O]
             tf.reduce_sum(upstream, 0),                                     # [O]
+            None)
+  return tf.identity(value), grad
+
+
+@tf.custom_gradient
+def matmul_of_known_value(inputs, kernel, value):
+  """`inputs @ kernel` whose value is known already: returns `value` [R, O], with the
+  matmul's gradients for `inputs` [R, I] and `kernel` [I, O]."""
+  def grad(upstream):                                                        # [R, O]
+    return (tf.matmul(upstream, kernel, transpose_b=True),                  # [R, I]
+            tf.matmul(inputs, upstream, transpose_a=True),                  # [I, O]
             None)
   return tf.identity(value), grad
 
@@ -214,6 +226,8 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   def _project_and_feed_forward(self, context, x, w, keeps, training=False, ffn=None):
     """Attention output projection, FFN, residuals and LayerNorms on rows: [R, H] -> [R, H],
     and the FFN output projection's [R, H] result (`ffn` when given: its known value)."""
+    if fused.enabled() and context.dtype != tf.float32:
+      return self._project_and_feed_forward_fused(context, x, w, keeps, training, ffn)
     attention = tf.nn.bias_add(tf.matmul(context, w["attention_kernel"]), w["attention_bias"])
     attention = self._dropout(attention, keeps[0], self.hidden_dropout_prob)
     attention = self.attention_layer_norm(attention + x)                     # [R, H]
@@ -227,6 +241,32 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
       ffn = dense_of_known_value(inner, w["output_kernel"], w["output_bias"], ffn)  # [R, H]
     dropped = self._dropout(ffn, keeps[1], self.hidden_dropout_prob)
     return self.output_layer_norm(dropped + attention), ffn                  # [R, H] each
+
+  def _project_and_feed_forward_fused(self, context, x, w, keeps, training=False, ffn=None):
+    """`_project_and_feed_forward` with `albert_tf.modeling.fused` kernels: each
+    projection's bias, dropout, residual and LayerNorm in one (after a plain matmul,
+    which oneDNN runs faster than one with a bias epilogue), and in training the FFN's
+    bias + GELU (in inference oneDNN's matmul + bias + GELU is faster). `ffn` is the
+    FFN output projection's product without its bias."""
+    norms = (self.attention_layer_norm, self.output_layer_norm)
+    gamma, beta = [[tf.convert_to_tensor(getattr(n, a), tf.float32) for n in norms]
+                   for a in ("gamma", "beta")]
+    rate = self.hidden_dropout_prob
+    attention = tf.matmul(context, w["attention_kernel"])                    # [R, H]
+    attention = fused.bias_dropout_add_norm(
+        attention, w["attention_bias"], x, gamma[0], beta[0], norms[0].epsilon, keeps[0], rate)
+    inner = tf.matmul(attention, w["intermediate_kernel"])                   # [R, I]
+    if training and self._activation is activations.gelu:
+      inner = fused.bias_gelu(inner, w["intermediate_bias"])
+    else:
+      inner = self._activation(tf.nn.bias_add(inner, w["intermediate_bias"]))
+    if ffn is None:
+      ffn = tf.matmul(inner, w["output_kernel"])                             # [R, H]
+    else:
+      ffn = matmul_of_known_value(inner, w["output_kernel"], ffn)            # [R, H]
+    out = fused.bias_dropout_add_norm(
+        ffn, w["output_bias"], attention, gamma[1], beta[1], norms[1].epsilon, keeps[1], rate)
+    return out, ffn
 
   def _apply(self, inputs, attention_bias, w, seed, first_token=False, training=False, ffn=None,
              return_ffn=False):

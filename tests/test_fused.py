@@ -1,0 +1,122 @@
+"""albert_tf.modeling.fused: each kernel against the reference ops, in value and gradient."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.modeling import fused
+
+RATE = 0.25
+
+
+def _grads(function, args, upstream):
+  """Value of `function(*args)` and the gradients of <value, upstream> for every arg."""
+  with tf.GradientTape() as tape:
+    tape.watch(args)
+    value = function(*args)
+    loss = tf.reduce_sum(tf.cast(value, tf.float64) * tf.cast(upstream, tf.float64))
+  return value, tape.gradient(loss, args)
+
+
+def _reference_add_norm(x, bias, residual, gamma, beta, keep, epsilon=1e-12):
+  s = tf.cast(x, tf.float64) + tf.cast(bias, tf.float64)
+  if keep is not None:
+    s = tf.where(keep, s / (1 - RATE), tf.zeros([], tf.float64))
+  s = s + tf.cast(residual, tf.float64)
+  mean, var = tf.nn.moments(s, [-1], keepdims=True)
+  return (s - mean) * tf.math.rsqrt(var + epsilon) * tf.cast(gamma, tf.float64) \
+      + tf.cast(beta, tf.float64)
+
+
+def _reference_bias_gelu(x, bias):
+  return tf.nn.gelu(tf.cast(x, tf.float64) + tf.cast(bias, tf.float64), approximate=True)
+
+
+def _cases(rng):
+  """(fused function, float64 reference, float32 args, the index of x) for each kernel,
+  with and without a dropout mask."""
+  x, residual = rng.normal(scale=2, size=(2, 6, 16, 24))
+  gamma, beta, hbias = rng.normal(size=(3, 24))
+  inner = rng.normal(scale=3, size=(16, 40))
+  ibias = rng.normal(size=40)
+  f32 = lambda a: tf.constant(a, tf.float32)
+  for keep_rows in (None, rng.random((16, 24)) >= RATE):
+    keep = None if keep_rows is None else tf.constant(keep_rows)
+    yield ("bias_dropout_add_norm",
+           lambda a, b, r, g, e, k=keep: fused.bias_dropout_add_norm(a, b, r, g, e, 1e-12, k, RATE),
+           lambda a, b, r, g, e, k=keep: _reference_add_norm(a, b, r, g, e, k),
+           [f32(x), f32(hbias), f32(residual), f32(gamma), f32(beta)])
+  yield "bias_gelu", fused.bias_gelu, _reference_bias_gelu, [f32(inner), f32(ibias)]
+
+
+def test_each_kernel_equals_the_reference_ops_in_float32():
+  """Value within 1e-6 and every argument's gradient within 1e-5 (of its scale) of the
+  float64 reference ops, with and without dropout; masked positions get no gradient."""
+  rng = np.random.default_rng(0)
+  seen = set()
+  for name, function, reference, args in _cases(rng):
+    seen.add(name)
+    upstream = rng.normal(size=function(*args).shape)
+    got, got_grads = _grads(function, args, upstream)
+    want, want_grads = _grads(reference, [tf.cast(a, tf.float64) for a in args], upstream)
+    assert got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, err_msg=name)
+    for i, (g, w) in enumerate(zip(got_grads, want_grads)):
+      scale = np.abs(w.numpy()).max()
+      assert scale > 0.1, (name, i)   # gradients large enough to disagree
+      np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5 * scale, err_msg=f"{name} {i}")
+  assert seen == {"bias_dropout_add_norm", "bias_gelu"}
+
+
+def test_each_kernel_in_bfloat16_is_as_close_to_float32_as_the_op_by_op_chain():
+  """In bfloat16 (float32 math inside) each kernel's value and x-gradient are the
+  float64 function's at the bfloat16 inputs to bfloat16 precision: one rounding of
+  the value (2^-8 of the largest), two of the gradient (2^-7)."""
+  rng = np.random.default_rng(1)
+  for name, function, reference, args in _cases(rng):
+    args16 = [tf.cast(a, tf.bfloat16) if i == 0 or name == "bias_gelu" or (
+        name == "bias_dropout_add_norm" and i in (1, 2)) else a for i, a in enumerate(args)]
+    upstream = rng.normal(size=args[0].shape)
+    got, got_grads = _grads(function, args16, tf.cast(upstream, tf.bfloat16))
+    assert got.dtype == tf.bfloat16, name
+    want, want_grads = _grads(reference, [tf.cast(a, tf.float64) for a in args16],
+                              tf.cast(tf.cast(upstream, tf.bfloat16), tf.float64))
+    error = np.abs(tf.cast(got, tf.float64).numpy() - want.numpy()).max()
+    grad_error = np.abs(tf.cast(got_grads[0], tf.float64).numpy() - want_grads[0].numpy()).max()
+    scale = np.abs(want.numpy()).max()
+    grad_scale = np.abs(want_grads[0].numpy()).max()
+    assert error <= 2 ** -8 * scale, (name, error, scale)
+    assert grad_error <= 2 ** -7 * grad_scale, (name, grad_error, grad_scale)
+
+
+@pytest.mark.parametrize("kernel", ["bias_dropout_add_norm", "bias_gelu"])
+def test_each_kernel_is_one_xla_function_each_way(kernel):
+  """The gradient graph calls the kernel's forward and backward XLA functions (each
+  compiled as one unit) and nothing else of the math."""
+  rng = np.random.default_rng(2)
+  name, function, _, args = next(c for c in _cases(rng) if c[0] == kernel)
+
+  @tf.function
+  def step(*a):
+    return _grads(function, list(a), tf.ones_like(function(*a)))[1]
+
+  graph = step.get_concrete_function(*args).graph
+  called = {f.signature.name for f in graph.as_graph_def().library.function}
+  forward = {"bias_dropout_add_norm": "_add_norm_forward",
+             "bias_gelu": "_bias_gelu_forward"}[kernel]
+  assert any(forward in f for f in called), called
+  assert any(forward.replace("forward", "backward") in f for f in called), called
+  top = {op.type for op in graph.get_operations()}
+  assert not top & {"Tanh", "Mean", "Rsqrt", "Softmax", "BiasAdd"}, top
+  for g, a in zip(step(*args), args):
+    assert g.shape == a.shape
+
+
+def test_reference_ops_switch_restores_itself():
+  assert fused.enabled()
+  with fused.reference_ops():
+    assert not fused.enabled()
+    with fused.reference_ops():
+      assert not fused.enabled()
+    assert not fused.enabled()
+  assert fused.enabled()
