@@ -209,6 +209,24 @@ def test_task_table():
     glue.get_task("squad")
 
 
+def test_trailing_blank_lines_are_ignored_and_inner_ones_named(tmp_path):
+  """A TSV ending in blank lines (as `echo >>` and many editors leave) reads as without
+  them; a blank line between rows is still an error naming its line."""
+  root = write_glue(str(tmp_path))
+  mrpc = glue.get_task("MRPC")
+  path = os.path.join(root, "MRPC", "train.tsv")
+  want = glue.read_examples(root, mrpc, "train")
+  with open(path, "a") as f:
+    f.write("\n\n  \n")
+  assert glue.read_examples(root, mrpc, "train") == want
+  with open(path) as f:
+    lines = f.read().rstrip().split("\n")
+  with open(path, "w") as f:
+    f.write("\n".join(lines[:2] + [""] + lines[2:]) + "\n\n")
+  with pytest.raises(ValueError, match=f"{path}:3: expected 5 tab-separated fields, found 0"):
+    glue.read_examples(root, mrpc, "train")
+
+
 def test_reader_errors(tmp_path):
   root = write_glue(str(tmp_path))
   mrpc = glue.get_task("MRPC")

@@ -13,6 +13,7 @@ import csv
 import io
 import dataclasses
 import os
+import re
 import sys
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -165,7 +166,10 @@ def read_examples(data_dir: str, task: GlueTask, split: str,
   path = split_path(data_dir, task, split)
   spec = task.splits[split]
   examples, skipped = [], 0
-  with io.StringIO(read_text(path), newline="") as f:
+  # Blank lines at the end (editors and `echo >>` leave them) are not rows; a blank
+  # line anywhere else stays an error naming it.
+  text = re.sub(r"(?:\r?\n[ \r]*)+\Z", "\n", read_text(path))
+  with io.StringIO(text, newline="") as f:
     rows = csv.reader(f, delimiter="\t", quotechar=None)
     want = spec.num_fields
     for line, row in enumerate(rows, start=1):
