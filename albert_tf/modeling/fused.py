@@ -47,8 +47,10 @@ def _scaled_keep(x, keep, rate):
 
 
 def _sum_rows(x):
-  """Sum over every axis but the last: [..., C] -> [C]."""
-  return tf.reduce_sum(tf.reshape(x, [-1, tf.shape(x)[-1]]), 0)
+  """Sum over every axis but the last: [..., C] -> [C], as a [1, R] x [R, C] matmul (oneDNN; XLA's CPU
+  column reductions, rewritten into reduce-windows, took 3-4 times as long)."""
+  rows = tf.reshape(x, [-1, tf.shape(x)[-1]])                               # [R, C]
+  return tf.matmul(tf.ones([1, tf.shape(rows)[0]], x.dtype), rows)[0]
 
 
 # --- FFN: bias + GELU (tanh approximation) --------------------------------------------
@@ -68,14 +70,16 @@ def _bias_gelu_backward(x, bias, upstream):
   c = _SQRT_2_OVER_PI
   t = tf.math.tanh(z * (c + c * 0.044715 * z2))
   slope = 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * (c + 3.0 * c * 0.044715 * z2)
-  dz = tf.cast(upstream, tf.float32) * slope                               # [R, I]
-  return tf.cast(dz, x.dtype), tf.cast(_sum_rows(dz), bias.dtype)
+  return tf.cast(tf.cast(upstream, tf.float32) * slope, x.dtype)           # [R, I]
 
 
 @tf.custom_gradient
 def bias_gelu(x, bias):
   """gelu(x + bias), the tanh approximation (the original's "gelu"): x [R, I], bias [I]."""
-  return _bias_gelu_forward(x, bias), lambda dy: _bias_gelu_backward(x, bias, dy)
+  def grad(upstream):
+    dx = _bias_gelu_backward(x, bias, upstream)                              # [R, I]
+    return dx, tf.cast(_sum_rows(dx), bias.dtype)
+  return _bias_gelu_forward(x, bias), grad
 
 
 # --- bias + dropout + residual + LayerNorm ---------------------------------------------
@@ -105,8 +109,9 @@ def _add_norm_backward(x, bias, keep, rate, residual, gamma, epsilon, upstream):
   ds = rstd * (g - tf.reduce_mean(g, -1, keepdims=True)
                - xhat * tf.reduce_mean(g * xhat, -1, keepdims=True))       # [R, H]
   dz = _scaled_keep(ds, keep, rate)
-  return (tf.cast(dz, x.dtype), tf.cast(_sum_rows(dz), bias.dtype),
-          tf.cast(ds, residual.dtype), _sum_rows(dy * xhat), _sum_rows(dy))
+  # dx, d residual, and the float32 rows whose sums are d gamma and d beta
+  return (tf.cast(dz, x.dtype), tf.cast(ds, residual.dtype),
+          tf.concat([dy * xhat, dy], -1))                                  # [R, 2H]
 
 
 def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, rate=0.0):
@@ -127,7 +132,10 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
   @tf.custom_gradient
   def add_norm(x, bias, residual, gamma, beta):
     def grad(upstream):
-      return _add_norm_backward(x, bias, keep, rate, residual, gamma, epsilon, upstream)
+      dx, dresidual, rows = _add_norm_backward(x, bias, keep, rate, residual, gamma, epsilon,
+                                               upstream)
+      dgamma, dbeta = tf.split(_sum_rows(rows), 2)
+      return dx, tf.cast(_sum_rows(dx), bias.dtype), dresidual, dgamma, dbeta
     return _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon), grad
 
   return add_norm(x, bias, residual, gamma, beta)
