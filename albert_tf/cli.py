@@ -193,7 +193,8 @@ def run_with_flags(argv: Sequence[str], options_type,
 
   An input error (a bad value, a missing or malformed file, an output that exists)
   ends the program with its message and one line of help on stderr, exit status 1,
-  no traceback and no flag listing.
+  no traceback and no flag listing. An exception with an `exit_code` (a stop by
+  SIGTERM, a full disk) ends it with its one-line message and that status.
   """
   if len(argv) > 1:
     _usage_error(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -201,6 +202,14 @@ def run_with_flags(argv: Sequence[str], options_type,
     results = run(options_from_flags(options_type, overrides=original_flag_overrides()))
   except (FileNotFoundError, FileExistsError, ValueError) as e:
     _usage_error(str(e))
+  except Exception as e:  # pylint: disable=broad-except
+    # Ends that are not usage errors and say their own exit status: training stopped by
+    # SIGTERM/SIGINT after saving (75), a write that found no space or permission (1).
+    if getattr(e, "exit_code", None) is None:
+      raise
+    sys.stdout.flush()
+    sys.stderr.write(f"{_program()}: {e}\n")
+    sys.exit(e.exit_code)
   for kind, metrics in (results or {}).items():
     if isinstance(metrics, dict):
       print(f"{kind}: " + ", ".join(f"{k} = {v:.4g}" if isinstance(v, (int, float)) else
@@ -208,9 +217,12 @@ def run_with_flags(argv: Sequence[str], options_type,
   return results
 
 
+def _program() -> str:
+  return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "albert_tf"
+
+
 def _usage_error(message: str) -> None:
-  program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "albert_tf"
   sys.stdout.flush()
-  sys.stderr.write(f"{program}: error: {message}\n"
+  sys.stderr.write(f"{_program()}: error: {message}\n"
                    f"(--helpfull lists every flag)\n")
   sys.exit(1)

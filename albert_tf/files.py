@@ -4,6 +4,7 @@ Imports nothing else of albert_tf; every layer may use it.
 """
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -13,6 +14,68 @@ from typing import Iterator, List, Optional, Sequence, Union
 
 import tensorflow as tf
 
+# Why a write fails that the user can fix: errno, and the words of TensorFlow's messages.
+_WRITE_FAILURES = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
+                   errno.EROFS: "Read-only file system", errno.EACCES: "Permission denied",
+                   errno.EPERM: "Operation not permitted"}
+
+
+def human_bytes(count: float) -> str:
+  """1536 -> '1.5 KiB'."""
+  for unit in ("bytes", "KiB", "MiB", "GiB"):
+    if count < 1024 or unit == "GiB":
+      return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+    count /= 1024
+  return f"{count:.1f} TiB"
+
+
+class WriteFailed(Exception):
+  """A write that failed for lack of space or permission. Command-line scripts print the
+  message (one line) and exit with `exit_code`; every writer here writes to a
+  temporary beside its target and renames it, so nothing written before is lost."""
+  exit_code = 1
+
+  def __init__(self, path: str, reason: str, needed: Optional[int] = None):
+    free = ""
+    with contextlib.suppress(OSError):
+      existing = path
+      while existing and not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+      free = f", {human_bytes(shutil.disk_usage(existing or '.').free)} free there"
+    size = f" (it needs about {human_bytes(needed)}{free})" if needed else (
+        f" ({free[2:]})" if free and "space" in reason else "")
+    fix = ("free some space" if "space" in reason or "quota" in reason
+           else "make it writable")
+    super().__init__(f"cannot write {path}: {reason}{size}; nothing written before is lost: "
+                     f"{fix} and rerun the same command to continue")
+    self.path, self.reason, self.needed = path, reason, needed
+
+
+def write_failure(error: BaseException, path: str,
+                  needed: Optional[int] = None) -> Optional[WriteFailed]:
+  """The WriteFailed an OSError or TensorFlow error from writing `path` means, or None
+  (other errors are not the user's disk or permissions)."""
+  if isinstance(error, OSError) and error.errno in _WRITE_FAILURES:
+    return WriteFailed(error.filename or path, _WRITE_FAILURES[error.errno], needed)
+  if isinstance(error, tf.errors.OpError):
+    for reason in _WRITE_FAILURES.values():
+      if reason.lower() in error.message.lower():
+        return WriteFailed(path, reason, needed)
+  return None
+
+
+@contextlib.contextmanager
+def writing(path: str, needed: Optional[int] = None) -> Iterator[None]:
+  """Turns a write in the block that fails for lack of space or permission into a
+  WriteFailed naming `path` (and `needed` bytes, where the caller knows them)."""
+  try:
+    yield
+  except (OSError, tf.errors.OpError) as e:
+    failure = write_failure(e, path, needed)
+    if failure is None:
+      raise
+    raise failure from None
+
 
 @contextlib.contextmanager
 def atomic_path(path: str) -> Iterator[str]:
@@ -20,8 +83,9 @@ def atomic_path(path: str) -> Iterator[str]:
   succeeds, removed when it fails, so `path` never holds a partial file."""
   tmp = f"{path}.tmp-{os.getpid()}"
   try:
-    yield tmp
-    os.replace(tmp, path)
+    with writing(path):
+      yield tmp
+      os.replace(tmp, path)
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
@@ -40,21 +104,23 @@ def atomic_checkpoint(prefix: str) -> Iterator[str]:
   files replace any checkpoint at `prefix`, data files before the index (a reader only
   looks for a checkpoint once its .index exists), so `prefix` never holds a partial one."""
   directory = os.path.dirname(os.path.abspath(prefix))
-  os.makedirs(directory, exist_ok=True)
-  tmp = tempfile.mkdtemp(prefix=".ckpt_", dir=directory)
+  with writing(directory):
+    os.makedirs(directory, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".ckpt_", dir=directory)
   try:
-    yield os.path.join(tmp, "ckpt")
-    old = set(tf.io.gfile.glob(prefix + ".*"))
-    for path in old:
-      if path.endswith(".index"):
-        os.remove(path)
-    for name in sorted(os.listdir(tmp), key=lambda f: f.endswith(".index")):
-      target = prefix + name[len("ckpt"):]
-      os.replace(os.path.join(tmp, name), target)
-      old.discard(target)
-    for path in old:
-      if os.path.exists(path):
-        os.remove(path)
+    with writing(prefix):
+      yield os.path.join(tmp, "ckpt")
+      old = set(tf.io.gfile.glob(prefix + ".*"))
+      for path in old:
+        if path.endswith(".index"):
+          os.remove(path)
+      for name in sorted(os.listdir(tmp), key=lambda f: f.endswith(".index")):
+        target = prefix + name[len("ckpt"):]
+        os.replace(os.path.join(tmp, name), target)
+        old.discard(target)
+      for path in old:
+        if os.path.exists(path):
+          os.remove(path)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -69,13 +135,15 @@ def atomic_directory(path: str, what: str = "output directory") -> Iterator[str]
     raise FileExistsError(f"{what} {path} already exists and is not empty; nothing was "
                           "written (choose a new directory)")
   parent = os.path.dirname(path)
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+  with writing(path):
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
   try:
-    yield tmp
-    if os.path.isdir(path):
-      os.rmdir(path)     # empty, checked above; fails if something appeared meanwhile
-    os.replace(tmp, path)
+    with writing(path):
+      yield tmp
+      if os.path.isdir(path):
+        os.rmdir(path)     # empty, checked above; fails if something appeared meanwhile
+      os.replace(tmp, path)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

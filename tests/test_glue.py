@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import unittest.mock
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from albert_tf.tasks import classification as classifier
 from albert_tf.training import metrics
 from albert_tf.training import trainer as training
 from albert_tf.data import glue, records
+from albert_tf.files import WriteFailed
 from albert_tf.hub.export import export_from_sources
 from common import split_logits_by_bucketing
 
@@ -402,9 +404,13 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
 
 
 @pytest.mark.slow
-def test_resume_after_kill_9_gives_the_uninterrupted_weights(model_files, tmp_path):
+def test_resume_after_kill_9_or_sigterm_gives_the_uninterrupted_weights(model_files, tmp_path):
   """With dropout 0.1 everywhere: 60 steps straight, and 60 steps by run_classifier.py
-  killed with SIGKILL past its first checkpoint (at step 20) then rerun, end equal."""
+  stopped mid-run then rerun with the same flags, end equal (weights within 1e-6, logs
+  without a step twice). SIGKILL past the first checkpoint (step 20): the rerun redoes
+  the steps since it. SIGTERM (what Kubernetes, Slurm and preemptible VMs send) at a step
+  that is no checkpoint step: the run saves that step, releases its lock, says so in one
+  line and exits with 75; the rerun continues from there."""
   config = tmp_path / "albert_config.json"
   AlbertConfig.from_dict(dict(CFG, hidden_dropout_prob=0.1,
                               attention_probs_dropout_prob=0.1)).to_json_file(str(config))
@@ -412,42 +418,95 @@ def test_resume_after_kill_9_gives_the_uninterrupted_weights(model_files, tmp_pa
                 dropout_prob=0.1, do_eval=True, do_predict=False, log_steps=1)
   classifier.run(options(model_files, tmp_path / "straight", **common))
 
-  crashed = tmp_path / "crashed"
-  flags = [f"--{k}={v}" for k, v in dataclasses.asdict(
-      options(model_files, crashed, **common)).items() if v is not None]
-  process = subprocess.Popen([sys.executable, str(ROOT / "run_classifier.py")] + flags,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-  deadline = time.time() + 300
-  while time.time() < deadline and process.poll() is None:
-    rows = training.read_csv(str(crashed / "train_log.csv"))
-    if (crashed / "ckpt-20.index").exists() and rows and int(rows[-1]["step"]) >= 27:
-      break
-    time.sleep(0.05)
-  assert process.poll() is None, process.stderr.read()[-3000:]
-  process.send_signal(signal.SIGKILL)
-  process.wait()
-  logged = [int(r["step"]) for r in training.read_csv(str(crashed / "train_log.csv"))]
-  assert tf.train.latest_checkpoint(str(crashed)).endswith("/ckpt-20") and logged[-1] > 20
+  for stop in (signal.SIGKILL, signal.SIGTERM):
+    crashed = tmp_path / stop.name
+    flags = [f"--{k}={v}" for k, v in dataclasses.asdict(
+        options(model_files, crashed, **common)).items() if v is not None]
+    process = subprocess.Popen([sys.executable, str(ROOT / "run_classifier.py")] + flags,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+      rows = training.read_csv(str(crashed / "train_log.csv"))
+      if (crashed / "ckpt-20.index").exists() and rows and int(rows[-1]["step"]) >= 27:
+        break
+      time.sleep(0.05)
+    assert process.poll() is None, process.stderr.read()[-3000:]
+    process.send_signal(stop)
+    stderr = process.communicate(timeout=300)[1]
+    logged = [int(r["step"]) for r in training.read_csv(str(crashed / "train_log.csv"))]
+    latest = tf.train.latest_checkpoint(str(crashed))
+    if stop == signal.SIGKILL:
+      assert latest.endswith("/ckpt-20") and logged[-1] > 20
+    else:
+      step = logged[-1]
+      assert 27 < step < 60 and step % 20, step     # a step that is no checkpoint step
+      assert process.returncode == training.STOPPED_EXIT_CODE == 75, stderr[-3000:]
+      assert stderr.strip().splitlines()[-1] == (
+          f"run_classifier.py: stopped by SIGTERM at step {step}; rerun the same command "
+          "to continue"), stderr[-3000:]
+      assert "Traceback" not in stderr
+      assert latest.endswith(f"/ckpt-{step}")
+      assert not (crashed / ".albert_tf.lock").exists()   # released
 
-  classifier.run(options(model_files, crashed, **common))
-  worst = 0.0
-  for name in ("ckpt-60", "model.ckpt-best"):
-    a = tf.train.load_checkpoint(str(tmp_path / "straight" / name))
-    b = tf.train.load_checkpoint(str(crashed / name))
-    for key in a.get_variable_to_shape_map():
-      if key.startswith(("encoder", "classifier")):
-        worst = max(worst, float(np.abs(a.get_tensor(key) - b.get_tensor(key)).max()))
-  print(f"killed at step {logged[-1]}; largest weight difference after resuming: {worst:.3g}")
-  assert worst <= 1e-6
+    classifier.run(options(model_files, crashed, **common))
+    worst = 0.0
+    for name in ("ckpt-60", "model.ckpt-best"):
+      a = tf.train.load_checkpoint(str(tmp_path / "straight" / name))
+      b = tf.train.load_checkpoint(str(crashed / name))
+      for key in a.get_variable_to_shape_map():
+        if key.startswith(("encoder", "classifier")):
+          worst = max(worst, float(np.abs(a.get_tensor(key) - b.get_tensor(key)).max()))
+    print(f"{stop.name} at step {logged[-1]}; largest weight difference after resuming: "
+          f"{worst:.3g}")
+    assert worst <= 1e-6
+    for log in ("train_log.csv", "eval_log.csv"):  # the redone steps are logged once
+      want = training.read_csv(str(tmp_path / "straight" / log))
+      got = training.read_csv(str(crashed / log))
+      assert [r["step"] for r in got] == [r["step"] for r in want], log
+      for key in set(want[0]) - {"step", "examples_per_second"}:
+        np.testing.assert_allclose([float(r[key]) for r in got], [float(r[key]) for r in want],
+                                   rtol=1e-5, err_msg=f"{log} {key}")
   with pytest.raises(ValueError, match="--learning_rate=0.002 then, --learning_rate=0.001 now"):
     classifier.run(options(model_files, crashed, **dict(common, learning_rate=1e-3)))
-  for log in ("train_log.csv", "eval_log.csv"):  # the redone steps are logged once
-    want = training.read_csv(str(tmp_path / "straight" / log))
-    got = training.read_csv(str(crashed / log))
-    assert [r["step"] for r in got] == [r["step"] for r in want], log
-    for key in set(want[0]) - {"step", "examples_per_second"}:
-      np.testing.assert_allclose([float(r[key]) for r in got], [float(r[key]) for r in want],
-                                 rtol=1e-5, err_msg=f"{log} {key}")
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_the_rerun_completes(model_files,
+                                                                         tmp_path):
+  """The training checkpoint of step 8 finds the disk full (TensorFlow's SaveV2 error):
+  the run ends with one line naming the output directory, the space a checkpoint needs
+  and that rerunning continues; ckpt-4 stays whole, no temporary is left; the rerun
+  (space freed) resumes from step 4 and ends as a run that never failed."""
+  common = dict(train_step=12, save_checkpoints_steps=4, do_eval=False, do_predict=False,
+                log_steps=1)
+  out = tmp_path / "out"
+  real_save = tf.train.CheckpointManager.save
+
+  def save(manager, checkpoint_number=None, **kwargs):
+    if checkpoint_number == 8:
+      raise tf.errors.ResourceExhaustedError(
+          None, None, f"{out}/ckpt-8_temp/part-00000-of-00001.data-00000-of-00001.tempstate1"
+          "; No space left on device [Op:SaveV2]")
+    return real_save(manager, checkpoint_number=checkpoint_number, **kwargs)
+
+  with unittest.mock.patch.object(tf.train.CheckpointManager, "save", save):
+    with pytest.raises(WriteFailed) as failure:
+      classifier.run(options(model_files, out, **common))
+  message = str(failure.value)
+  assert message.startswith(f"cannot write {out}: No space left on device (it needs about ")
+  assert message.endswith("free some space and rerun the same command to continue")
+  assert "\n" not in message
+  assert tf.train.latest_checkpoint(str(out)).endswith("/ckpt-4")
+  assert not [n for n in os.listdir(out) if "tmp" in n or "temp" in n or n.startswith(".ckpt")]
+
+  classifier.run(options(model_files, out, **common))
+  classifier.run(options(model_files, tmp_path / "straight", **common))
+  for key, _ in tf.train.list_variables(str(out / "ckpt-12")):
+    if key.startswith("encoder"):
+      np.testing.assert_allclose(tf.train.load_variable(str(out / "ckpt-12"), key),
+                                 tf.train.load_variable(str(tmp_path / "straight" / "ckpt-12"),
+                                                        key), atol=1e-6)
+  steps = [r["step"] for r in training.read_csv(str(out / "train_log.csv"))]
+  assert steps == [str(i) for i in range(1, 13)]
 
 
 def test_a_second_run_on_the_same_output_dir_stops_at_once(model_files, tmp_path):

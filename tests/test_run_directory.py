@@ -1,19 +1,25 @@
-"""The output directory: one run at a time (a lock), and a resumed run with the flags it
-was trained with (run_config.json)."""
+"""The output directory: one run at a time (a lock), a resumed run with the flags it
+was trained with (run_config.json), and writes that find the disk full."""
 
 import dataclasses
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from unittest import mock
 
 import pytest
+import tensorflow as tf
 
-from albert_tf import files
+from albert_tf import cli, files
 from albert_tf.cli import option
+from albert_tf.data import records
 from albert_tf.tasks import base
+from albert_tf.training import logs
+from albert_tf.training import trainer as training
 
 
 def _hold_lock(directory):
@@ -107,3 +113,111 @@ def test_a_run_stopped_before_training_leaves_nothing_that_blocks_a_corrected_re
   with pytest.raises(ValueError, match="is not empty"):
     base.claim_output_dir(str(tmp_path / "other"), {"task": "demo"})
   assert sorted(os.listdir(tmp_path / "other")) == ["notes.txt"]
+
+
+# ----------------------------------------------------------------------------- a full disk
+
+def _no_space(*args, **kwargs):
+  raise tf.errors.ResourceExhaustedError(
+      None, None, "/x/part-00000.tempstate123; No space left on device [Op:SaveV2]")
+
+
+def _leftovers(directory):
+  """Temporaries a writer could leave: *.tmp-<pid>, .ckpt_*, .export_*, *_temp."""
+  return [name for name in os.listdir(directory)
+          if ".tmp-" in name or name.startswith((".ckpt_", ".export_")) or name.endswith("_temp")]
+
+
+def test_a_log_row_on_a_full_device_is_one_named_error_and_no_half_row(tmp_path):
+  """A real ENOSPC (/dev/full takes no byte): WriteFailed names the file and says that
+  rerunning continues; a log that fails mid-row is left as it was."""
+  if not os.path.exists("/dev/full"):
+    pytest.skip("no /dev/full on this system")
+  full = tmp_path / "train_log.csv"
+  os.symlink("/dev/full", full)
+  with pytest.raises(files.WriteFailed) as failure:
+    logs.append_csv(str(full), 1, dict(loss=0.5))
+  message = str(failure.value)
+  assert message.startswith(f"cannot write {full}: No space left on device")
+  assert "rerun the same command to continue" in message and "\n" not in message
+
+  log = tmp_path / "eval_log.csv"
+  logs.append_csv(str(log), 1, dict(loss=0.5))
+  before = log.read_bytes()
+  real_open = open
+
+  class FullFile:   # writes that fail after part of the row went out
+    def __init__(self, f):
+      self.f = f
+    def write(self, text):
+      self.f.write(text[:3])
+      self.f.flush()
+      raise OSError(errno.ENOSPC, "No space left on device", str(log))
+    def __enter__(self):
+      return self
+    def __exit__(self, *exc):
+      self.f.close()
+
+  with mock.patch("builtins.open", lambda p, mode="r", **kw: FullFile(real_open(p, mode, **kw))
+                  if mode == "a" else real_open(p, mode, **kw)):
+    with pytest.raises(files.WriteFailed, match="eval_log.csv: No space left on device"):
+      logs.append_csv(str(log), 2, dict(loss=0.25))
+  assert log.read_bytes() == before
+
+
+@pytest.mark.parametrize("writer", ["checkpoint", "records", "file", "export"])
+def test_every_writer_turns_a_full_disk_into_one_line_and_leaves_no_temporary(tmp_path, writer):
+  """Each kind of writer (TF checkpoints, TFRecords, files, SavedModel exports) failing
+  with ENOSPC: a WriteFailed naming its target, nothing beside it, what was there kept."""
+  target = tmp_path / "out" / "target"
+  target.parent.mkdir()
+  (target.parent / "kept.txt").write_text("earlier work")
+  if writer == "checkpoint":
+    with mock.patch.object(tf.train.Checkpoint, "write", _no_space), \
+        pytest.raises(files.WriteFailed, match=f"cannot write {target}: No space left"):
+      training.write_checkpoint(dict(v=tf.Variable(1.0)), str(target))
+  elif writer == "records":
+    with mock.patch.object(tf.io.TFRecordWriter, "write", _no_space), \
+        pytest.raises(files.WriteFailed, match=f"cannot write {target}: No space left"):
+      records.write_records([dict(a=[1])], str(target))
+  elif writer == "file":
+    def fail(f):
+      raise OSError(errno.EROFS, "Read-only file system", f.name)
+    with pytest.raises(files.WriteFailed, match=r"Read-only file system; .*make it writable"):
+      with files.atomic_open(str(target)) as f:
+        fail(f)
+  else:
+    from albert_tf import AlbertPretrainer  # pylint: disable=import-outside-toplevel
+    from albert_tf.hub import export  # pylint: disable=import-outside-toplevel
+    from common import TINY  # pylint: disable=import-outside-toplevel
+    with mock.patch.object(tf.saved_model, "save", _no_space), \
+        pytest.raises(files.WriteFailed, match=f"cannot write {target}: No space left"):
+      export.export_encoder(AlbertPretrainer(TINY), str(target))
+  assert sorted(os.listdir(target.parent)) == ["kept.txt"], _leftovers(target.parent)
+  assert (target.parent / "kept.txt").read_text() == "earlier work"
+
+
+def test_the_scripts_end_a_stop_or_a_full_disk_with_its_line_and_status(capsys):
+  """cli.run_with_flags: an exception with an `exit_code` ends the program with its one
+  line on stderr and that status (WriteFailed 1, Stopped 75), no traceback; another
+  OSError still raises."""
+  @dataclasses.dataclass
+  class Options:
+    pass
+
+  for error, status in ((files.WriteFailed("/o/ckpt-3", "No space left on device", 2048), 1),
+                        (training.Stopped("SIGTERM", 7), 75)):
+    def run(options, error=error):
+      raise error
+    with pytest.raises(SystemExit) as done:
+      cli.run_with_flags(["prog"], Options, run)
+    assert done.value.code == status
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(f": {error}\n"), err
+  assert str(training.Stopped("SIGTERM", 7)) == (
+      "stopped by SIGTERM at step 7; rerun the same command to continue")
+
+  def broken(options):
+    raise OSError(errno.EIO, "Input/output error")
+  with pytest.raises(OSError):
+    cli.run_with_flags(["prog"], Options, broken)

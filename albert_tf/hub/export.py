@@ -35,7 +35,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.cli import Checked, Original, option
-from albert_tf.files import process_alive
+from albert_tf.files import process_alive, writing
 from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.hub.directories import read_model_directory, released_vocabulary
@@ -254,16 +254,18 @@ def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str
   export_path = os.path.abspath(export_path)
   check_export_target(export_path, overwrite)
   parent = os.path.dirname(export_path)
-  os.makedirs(parent, exist_ok=True)
-  _remove_stale_temporaries(parent)
-  tmp = tempfile.mkdtemp(prefix=f".export_{os.getpid()}_", dir=parent)
+  with writing(export_path):
+    os.makedirs(parent, exist_ok=True)
+    _remove_stale_temporaries(parent)
+    tmp = tempfile.mkdtemp(prefix=f".export_{os.getpid()}_", dir=parent)
   try:
-    saved, staging = os.path.join(tmp, "saved_model"), os.path.join(tmp, "staging")
-    os.makedirs(staging)
-    yield saved, staging
-    if os.path.exists(export_path):
-      os.replace(export_path, os.path.join(tmp, "previous"))
-    os.replace(saved, export_path)
+    with writing(export_path):
+      saved, staging = os.path.join(tmp, "saved_model"), os.path.join(tmp, "staging")
+      os.makedirs(staging)
+      yield saved, staging
+      if os.path.exists(export_path):
+        os.replace(export_path, os.path.join(tmp, "previous"))
+      os.replace(saved, export_path)
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -9,7 +9,6 @@ SavedModel, checks it, and converts with `albert_tf.hub.tflite`.
 import dataclasses
 import json
 import os
-import tempfile
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -17,7 +16,7 @@ import tensorflow as tf
 
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
-from albert_tf.files import reading_checkpoint
+from albert_tf.files import atomic_path, reading_checkpoint, writing
 from albert_tf.hub.directories import read_model_directory
 from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
 from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, LiteEncoder, convert, latency_ms
@@ -216,15 +215,11 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
     source = f"the encoder of {opts.albert_directory or opts.hub_module} ({len(text_fields)} segment(s)"
   print(f"Converting {source}, seq {seq_length}, --quantization={opts.quantization})")
   blob = convert(module, opts.quantization, representative)
-  os.makedirs(os.path.dirname(output_file), exist_ok=True)
-  with tempfile.NamedTemporaryFile(dir=os.path.dirname(output_file), suffix=".tflite",
-                                   delete=False) as f:
-    try:
+  with writing(output_file, needed=len(blob)):
+    os.makedirs(os.path.dirname(output_file), exist_ok=True)
+  with atomic_path(output_file) as temporary, writing(output_file, needed=len(blob)):
+    with open(temporary, "wb") as f:
       f.write(blob)
-    except OSError:
-      os.remove(f.name)
-      raise
-  os.replace(f.name, output_file)
   sample = examples[0] if examples else module.example(["ALBERT runs on the device."] *
                                                         len(text_fields))
   ms = latency_ms(output_file, sample, opts.num_threads)

@@ -1,20 +1,29 @@
 """Training logs people read: CSV rows per logged step and a learning-curve PNG."""
 
+import contextlib
 import csv
 import os
 from typing import Dict, Optional
 
-from albert_tf.files import atomic_open
+from albert_tf.files import atomic_open, atomic_path, writing
 
 
 def append_csv(path: str, step: int, metrics: Dict[str, float]) -> None:
   """Appends one row (step + metrics) to a CSV log, writing the header first if new."""
   new = not os.path.exists(path)
-  with open(path, "a", newline="") as f:
-    writer = csv.writer(f)
-    if new:
-      writer.writerow(["step"] + list(metrics))
-    writer.writerow([step] + [f"{v:.8g}" for v in metrics.values()])
+  size = 0 if new else os.path.getsize(path)
+  with writing(path):
+    try:
+      with open(path, "a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+          writer.writerow(["step"] + list(metrics))
+        writer.writerow([step] + [f"{v:.8g}" for v in metrics.values()])
+    except OSError:   # no half-written row: the file as it was
+      with contextlib.suppress(OSError):
+        with open(path, "r+") as f:
+          f.truncate(size)
+      raise
 
 
 def drop_rows_after(path: str, step: int) -> int:
@@ -71,6 +80,7 @@ def plot_learning_curve(csv_path: str, png_path: str,
       ax.legend()
     ax.grid(alpha=0.3)
   fig.tight_layout()
-  fig.savefig(png_path, dpi=100)
+  with atomic_path(png_path) as temporary:
+    fig.savefig(temporary, dpi=100, format="png")
   plt.close(fig)
   return png_path

@@ -30,17 +30,21 @@ A task, for the Trainer, is an object with:
     accumulating, for losses normalized by the update rather than the micro-batch.
 """
 
+import contextlib
 import dataclasses
 import os
 import shutil
+import signal
+import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.files import atomic_checkpoint, find_corrupt_record, reading_checkpoint
+from albert_tf.files import (atomic_checkpoint, find_corrupt_record, reading_checkpoint,
+                             writing)
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.progress import progress_bar
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
@@ -50,6 +54,37 @@ from albert_tf.training.optimization import AlbertLearningRate, create_optimizer
 
 CHECKPOINT_NAME = "ckpt"            # training state: ckpt-<step> (model, optimizer, data position)
 BEST_PREFIX = "model.ckpt-best"     # the best evaluated weights
+STOPPED_EXIT_CODE = 75              # sysexits' EX_TEMPFAIL: stopped by a signal, rerun to continue
+
+
+class Stopped(Exception):
+  """Training stopped by SIGTERM or SIGINT after saving the step it had finished: the
+  command-line scripts print this one line and exit with `exit_code`."""
+  exit_code = STOPPED_EXIT_CODE
+
+  def __init__(self, signal_name: str, step: int):
+    super().__init__(f"stopped by {signal_name} at step {step}; rerun the same command to "
+                     "continue")
+    self.signal_name, self.step = signal_name, step
+
+
+@contextlib.contextmanager
+def stop_requests(signals=(signal.SIGTERM, signal.SIGINT)) -> Iterator[List[int]]:
+  """Within the block SIGTERM and SIGINT (what Kubernetes, Slurm and preemptible VMs send
+  before a kill, and Ctrl-C) do not end the process: they are appended to the yielded
+  list, which the training loop checks between steps. More signals while it saves are
+  recorded too and change nothing. Outside the main thread (where Python cannot set
+  handlers) the list stays empty and signals keep their usual effect."""
+  received: List[int] = []
+  if threading.current_thread() is not threading.main_thread():
+    yield received
+    return
+  previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in signals}
+  try:
+    yield received
+  finally:
+    for s, handler in previous.items():
+      signal.signal(s, handler)
 
 
 @dataclasses.dataclass
@@ -285,11 +320,15 @@ class Trainer:
       # The best checkpoint first, the log line last: a crash in between makes the
       # rerun evaluate this step again rather than trust a best it never wrote.
       if improved:
-        write_checkpoint(self.model.checkpoint_items,
-                         os.path.join(self.opts.output_dir, BEST_PREFIX))
-        with open(os.path.join(self.opts.output_dir, "best_trial.txt"), "w") as f:
+        best = os.path.join(self.opts.output_dir, BEST_PREFIX)
+        needed = sum(v.shape.num_elements() * v.dtype.size for v in self.model.variables)
+        with writing(best, needed=needed):
+          write_checkpoint(self.model.checkpoint_items, best)
+        trial = os.path.join(self.opts.output_dir, "best_trial.txt")
+        with writing(trial), open(trial, "w") as f:
           f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
-      append_csv(self.eval_log, step, result)
+      with writing(self.eval_log):
+        append_csv(self.eval_log, step, result)
       with writer.as_default(step=step):
         for k, v in result.items():
           tf.summary.scalar(k, v)
@@ -298,6 +337,19 @@ class Trainer:
           + ("  (best so far)" if improved else ""))
 
   # -- the loop
+
+  def _save(self, step: int) -> None:
+    """Writes the training state as ckpt-<step> (a failed write leaves the earlier ones)."""
+    needed = sum(v.shape.num_elements() * v.dtype.size for v in self.checkpoint_variables())
+    with writing(self._scratch or self.opts.output_dir, needed=needed):
+      self.manager.save(checkpoint_number=step)
+    if self._scratch:
+      shutil.rmtree(os.path.dirname(self._scratch), ignore_errors=True)
+
+  def checkpoint_variables(self) -> List[tf.Variable]:
+    """The variables a training checkpoint holds (model, optimizer slots, generators)."""
+    slots = self.optimizer.variables
+    return list(self.model.variables) + list(slots() if callable(slots) else slots)
 
   def train(self) -> Dict[str, float]:
     """Trains from wherever the checkpoints left off; returns the last logged metrics."""
@@ -319,35 +371,55 @@ class Trainer:
     bar = progress_bar(total=opts.train_steps, initial=step, unit="step", desc=opts.description,
                disable=not (opts.progress and self.is_chief))
     sums, count, last, started = None, 0, {}, time.time()
-    while step < opts.train_steps:
-      sums = _accumulate(sums, self._update())
-      step += 1
-      count += 1
-      bar.update(1)
-      if step % opts.log_steps == 0 or step == opts.train_steps:
-        elapsed = time.time() - started
-        last = self.task.summarize(sums, count, opts.train_batch_size)
-        last["learning_rate"] = float(self.schedule(step - 1))
-        last["examples_per_second"] = count * opts.train_batch_size / elapsed
-        bar.set_postfix({k: f"{v:.3f}" for k, v in last.items()
-                         if k not in ("learning_rate", "examples_per_second")})
-        with train_writer.as_default(step=step):
-          for k, v in last.items():
-            tf.summary.scalar(k, v)
-        if self.is_chief:
+
+    def log(step):
+      nonlocal sums, count, last, started
+      elapsed = time.time() - started
+      last = self.task.summarize(sums, count, opts.train_batch_size)
+      last["learning_rate"] = float(self.schedule(step - 1))
+      last["examples_per_second"] = count * opts.train_batch_size / elapsed
+      bar.set_postfix({k: f"{v:.3f}" for k, v in last.items()
+                       if k not in ("learning_rate", "examples_per_second")})
+      with train_writer.as_default(step=step):
+        for k, v in last.items():
+          tf.summary.scalar(k, v)
+      if self.is_chief:
+        with writing(log_path):
           append_csv(log_path, step, last)
-        sums, count, started = None, 0, time.time()
-      if step % opts.save_checkpoints_steps == 0 or step == opts.train_steps:
-        self.manager.save(checkpoint_number=step)
-        if self._scratch:
-          shutil.rmtree(os.path.dirname(self._scratch), ignore_errors=True)
-        bar.clear()
-        self._evaluate_checkpoint(step, eval_writer)
-        bar.refresh()
-    bar.close()
-    for writer in (train_writer, eval_writer):
-      if writer is not None:
-        writer.flush()
+      sums, count, started = None, 0, time.time()
+
+    def close():
+      bar.close()
+      for writer in (train_writer, eval_writer):
+        if writer is not None:
+          with writing(opts.output_dir):
+            writer.flush()
+
+    # SIGTERM/SIGINT end the run after the step in flight, saved (not under multi-worker
+    # strategies, where every worker would have to agree on the step: there they kill).
+    multi_worker = getattr(self.strategy.extended, "_in_multi_worker_mode", lambda: False)()
+    with contextlib.nullcontext([]) if multi_worker else stop_requests() as received:
+      while step < opts.train_steps:
+        sums = _accumulate(sums, self._update())
+        step += 1
+        count += 1
+        bar.update(1)
+        if step % opts.log_steps == 0 or step == opts.train_steps:
+          log(step)
+        saved = step % opts.save_checkpoints_steps == 0 or step == opts.train_steps
+        if saved:
+          self._save(step)
+          bar.clear()
+          self._evaluate_checkpoint(step, eval_writer)
+          bar.refresh()
+        if received and step < opts.train_steps:
+          if count:
+            log(step)
+          if not saved:
+            self._save(step)
+          close()
+          raise Stopped(signal.Signals(received[0]).name, step)
+    close()
     if self.is_chief:
       plot_learning_curve(log_path, os.path.join(opts.output_dir, "learning_curve.png"),
                           self.eval_log if self.evaluate_fn else None)
