@@ -12,7 +12,9 @@ Sections:
   uniform      train (forward + backward + Adam) and inference examples/s of a plain user
                step, ALBERT-base, --batch_size x --seq_length, float32 and bfloat16
                (albert_tf: tf.function over AlbertEncoder + Dense with mixed_bfloat16;
-               torch: the same model and head under autocast(bfloat16)).
+               torch: the same model and head under autocast(bfloat16)). Beside them, in
+               the same run, the matmul peak at the model's shapes, each step's fraction
+               of it, and the fraction the step's matmuls alone reach (all else free).
   real_length  fine-tuning steps on MRPC-like lengths (pairs of median 60 pieces, p90 ~95)
                at --max_seq_length=512 and 128: albert_tf as run_classifier.py batches them
                (length buckets, and fixed padding for comparison), torch padded to 512 and
@@ -290,6 +292,59 @@ def run_peak(spec):
   return dict(gflops=flops / seconds / 1e9)
 
 
+def run_matmuls(spec):
+  """The step's matmuls alone, at the model's shapes, in one tf.function: what the step
+  would take if everything but its matmuls were free. Forward: per layer the Q, K, V
+  projection, the scores and context batch matmuls, the output projection and the FFN,
+  and the embedding projection; training adds each matmul's two gradient matmuls (with
+  the transposes TensorFlow's gradients use). The same inputs serve every layer (warmer
+  caches than the real step's): an upper bound."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  b, s = spec["batch"], spec["seq"]
+  t, h, i, e, n = b * s, c.hidden_size, c.intermediate_size, c.embedding_size, c.num_attention_heads
+  dtype = tf.bfloat16 if spec["dtype"] == "bfloat16" else tf.float32
+  train = spec["mode"] == "train"
+  random = lambda *shape: tf.cast(tf.random.normal(shape), dtype)
+  dense = [(random(t, k), random(k, m), random(t, m)) for k, m in ((h, 3 * h), (h, h), (h, i), (i, h))]
+  q, k, v, p = random(b, n, s, h // n), random(b, n, s, h // n), random(b, n, s, h // n), random(b, n, s, s)
+  embedded, projection, projected = random(t, e), random(e, h), random(t, h)
+
+  def matmuls():
+    out = []
+    for x, w, dy in dense:
+      out.append(tf.matmul(x, w))
+      if train:
+        out += [tf.matmul(dy, w, transpose_b=True), tf.matmul(x, dy, transpose_a=True)]
+    out += [tf.matmul(q, k, transpose_b=True), tf.matmul(p, v)]
+    if train:   # d scores = p here: the shapes are what count
+      out += [tf.matmul(p, k), tf.matmul(p, q, transpose_a=True),
+              tf.matmul(q, v, transpose_b=True), tf.matmul(p, q, transpose_a=True)]
+    return [tf.reduce_sum(tf.cast(o[..., :1, :1], tf.float32)) for o in out]
+
+  @tf.function
+  def step():
+    total = tf.reduce_sum(tf.cast(tf.matmul(embedded, projection)[:1, :1], tf.float32))
+    if train:
+      total += tf.reduce_sum(tf.cast(tf.matmul(projected, projection, transpose_b=True)[:1, :1]
+                                     + tf.matmul(embedded, projected, transpose_a=True)[:1, :1],
+                                     tf.float32))
+    for _ in tf.range(c.num_hidden_layers):   # a loop: layer after layer, nothing merged
+      total += tf.add_n(matmuls())
+    return total
+
+  for _ in range(2):
+    step().numpy()
+  best = float("inf")
+  for _ in range(5):
+    start = time.perf_counter()
+    step().numpy()
+    best = min(best, time.perf_counter() - start)
+  return dict(seconds=best)
+
+
 def step_gflop(spec):
   """Nominal GFLOP of a step (matmuls only, what transformers' model computes): the
   embedding projection, L x (Q, K, V, scores, context, output projection, FFN), the pooler
@@ -342,15 +397,20 @@ def uniform():
                                         and dtype == "float32" else [])
       specs = {impl: dict(common, impl=impl) for impl in impls}
       specs["peak"] = dict(common, impl="peak")
+      specs["matmuls"] = dict(common, impl="matmuls")
       got = alternate(specs)
       peak = median(got["peak"], "gflops")
       gflop = step_gflop(common)
-      row = dict(section="uniform", mode=mode, dtype=dtype, peak_gflops=peak, step_gflop=gflop)
+      # The bound a step meets even if all but its matmuls were free.
+      matmuls_of_peak = gflop / median(got["matmuls"], "seconds") / peak
+      row = dict(section="uniform", mode=mode, dtype=dtype, peak_gflops=peak, step_gflop=gflop,
+                 matmuls_alone_of_peak=matmuls_of_peak)
       for impl in impls:
         row[impl] = median(got[impl])
         row[f"{impl}_of_peak"] = gflop * row[impl] / FLAGS.batch_size / peak
       row["ratio"] = row["albert_tf"] / row["torch"]
-      text = (f"uniform {mode:5s} {dtype:8s} peak {peak:.0f} GFLOP/s, step {gflop:.0f} GFLOP: "
+      text = (f"uniform {mode:5s} {dtype:8s} peak {peak:.0f} GFLOP/s, step {gflop:.0f} GFLOP "
+              f"(its matmuls alone: {matmuls_of_peak:.0%} of peak): "
               + ", ".join(f"{impl} {row[impl]:.2f} ex/s ({row[f'{impl}_of_peak']:.0%} of peak)"
                           for impl in impls)
               + f"; albert_tf / torch {row['ratio']:.2f}")
@@ -435,7 +495,7 @@ def main(_):
   if FLAGS.worker:
     spec = json.loads(FLAGS.worker)
     result = dict(albert_tf=run_albert_tf, torch=run_torch, onnx=run_onnx,
-                  peak=run_peak)[spec["impl"]](spec)
+                  peak=run_peak, matmuls=run_matmuls)[spec["impl"]](spec)
     print(json.dumps(result))
     return
   print(f"{cpu_description()}; each figure the median of {FLAGS.rounds} processes "

@@ -352,3 +352,32 @@ def test_an_encoder_without_vocabulary_warns_and_from_tf_hub_says_so(tmp_path, s
   with pytest.raises(ValueError, match=rf"^{tmp_path / 'encoder'} holds no vocabulary .*pass "
                                        r"--spm_model_file=PATH"):
     resolve_model_source(opts, 16)
+
+
+def test_a_bfloat16_encoder_export_computes_in_bfloat16_with_float32_outputs(released, tmp_path):
+  """`--dtype=bfloat16`: the same float32 variables (a fine-tuning hub.KerasLayer trains
+  float32 weights), float32 outputs, bfloat16 math inside (its outputs differ from the
+  float32 export's by bfloat16 rounding: more than 1e-4, within 0.1 of outputs of
+  scale ~1), and the global Keras policy is left as it was."""
+  target = tmp_path / "encoder_bf16"
+  export.export_from_sources(
+      str(target), albert_directory=str(pathlib.Path(released.encoder).parent / "albert"),
+      dtype="bfloat16")
+  bf16 = hub.load(str(target))
+  x = encoder_inputs(random_inputs(released.cfg))
+  want = released.loaded.signatures["serving_default"](**x)
+  got = bf16.signatures["serving_default"](**x)
+  for key in ("pooled_output", "sequence_output"):
+    assert got[key].dtype == tf.float32
+    difference = np.abs(got[key].numpy() - want[key].numpy()).max()
+    assert 1e-4 < difference < 0.1, (key, difference)
+  assert [v.dtype for v in bf16.variables] == [tf.float32] * len(bf16.variables)
+  for a, b in zip(bf16.variables, released.loaded.variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  graph = bf16.signatures["serving_default"].graph.as_graph_def()
+  matmul_types = {node.attr["T"].type for f in graph.library.function for node in f.node_def
+                  if node.op == "MatMul"}
+  assert matmul_types == {tf.bfloat16.as_datatype_enum}, matmul_types
+  with export.compute_dtype("bfloat16"):
+    assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+  assert keras.mixed_precision.global_policy().name == "float32"

@@ -135,6 +135,13 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
                         timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
   assert json.loads(done.stdout.strip().splitlines()[-1])["gflops"] > 1
+  # The step's matmuls alone (the bound with all else free): one train step's worth.
+  matmuls = dict(peak, impl="matmuls", mode="train")
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
+                         "--worker=" + json.dumps(matmuls)], capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert json.loads(done.stdout.strip().splitlines()[-1])["seconds"] > 0
 
 
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
