@@ -85,10 +85,19 @@ def test_encoder_savedmodel_matches_in_process_model(released):
     np.testing.assert_array_equal(wide["pooled_output"].numpy(), got["pooled_output"].numpy())
 
   loaded = released.loaded
-  # Called as TF-Hub callers often do, without `training`: the inference outputs.
-  plain = loaded({k: tf.constant(v) for k, v in encoder_inputs(x).items()})
-  np.testing.assert_allclose(plain["pooled_output"].numpy(), want["pooled_output"].numpy(),
-                             atol=1e-5)
+  # Called as TF-Hub callers often do, without `training` (or passing on None): the
+  # inference outputs; training=True turns dropout (0.1 here) on.
+  ids = {k: tf.constant(v) for k, v in encoder_inputs(x).items()}
+  for kwargs in ({}, dict(training=None), dict(training=False)):
+    plain = loaded(ids, **kwargs)
+    np.testing.assert_allclose(plain["pooled_output"].numpy(), want["pooled_output"].numpy(),
+                               atol=1e-5, err_msg=str(kwargs))
+    for head, extra, key in ((loaded.mlm, dict(masked_lm_positions=x["masked_lm_positions"]),
+                              "mlm_logits"), (loaded.sop, {}, "sop_logits")):
+      np.testing.assert_allclose(head(dict(ids, **extra), **kwargs)[key].numpy(),
+                                 want[key].numpy(), atol=1e-5, err_msg=f"{key} {kwargs}")
+  dropped = loaded(ids, training=True)["pooled_output"].numpy()
+  assert np.abs(dropped - want["pooled_output"].numpy()).max() > 1e-3
   np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), want["mlm_logits"].numpy(),
                              atol=1e-5)
   mlm = hub.KerasLayer(loaded.mlm, signature=None)(x)

@@ -104,8 +104,8 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   """The root object saved as the encoder SavedModel (a reusable SavedModel).
 
   The root's `__call__` (the encoder), `mlm` and `sop` are tf.functions over
-  functional Keras models of the pretrainer, each traced for `training=True` and
-  `False` (leaving `training` out means False); `__call__` also takes int64 ids
+  functional Keras models of the pretrainer, each traced for `training=True`,
+  `False` and `None` (leaving `training` out, or None, means False); `__call__` also takes int64 ids
   (cast to int32). `variables` / `trainable_variables` (what
   `hub.KerasLayer(..., trainable=True)` trains) are exactly the encoder's; the
   heads' variables are tracked as `head_variables`. No Keras object is saved
@@ -121,10 +121,18 @@ def build_hub_model(pretrainer: AlbertPretrainer):
       outputs = model({k: tf.cast(v, tf.int32) for k, v in inputs.items()}, training=training)
       return tf.nest.map_structure(
           lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t, outputs)
-    function = tf.function(call)
+    graph = tf.function(call)
+
+    # `training=None` (what wrappers pass on when a caller leaves it out) means False:
+    # a trace of its own that calls the False one, not a third copy of the graph.
+    def call_with_default(inputs, training=None):
+      return graph(inputs, training=bool(training))
+    function = tf.function(call_with_default)
     for dtype in dtypes:
       specs = {k: tf.TensorSpec([None, None], dtype, name=k) for k in keys}
       for training in (True, False):
+        graph.get_concrete_function(specs, training=training)
+      for training in (None, True, False):
         function.get_concrete_function(specs, training=training)
     return function
 
