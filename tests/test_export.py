@@ -390,3 +390,46 @@ def test_a_bfloat16_encoder_export_computes_in_bfloat16_with_float32_outputs(rel
   with export.compute_dtype("bfloat16"):
     assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
   assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_keras3_recipe_raw_text_to_a_fine_tuned_head(released, preprocess):
+  """TensorFlow's own Keras 3: text -> AlbertPreprocessorLayer -> AlbertEncoderLayer ->
+  Dense, as the README writes it. The encoder's outputs equal hub.KerasLayer's (tf_keras)
+  on the same packed inputs within 1e-6, in a functional model too; a fit step with Adam
+  (whose slot names Keras 3 builds from the variables' names) changes every encoder
+  weight, the SavedModel's own variables included."""
+  import keras  # pylint: disable=import-outside-toplevel
+  from albert_tf.hub.keras3 import (  # pylint: disable=import-outside-toplevel
+      AlbertEncoderLayer, AlbertPreprocessorLayer)
+  assert keras.__version__.startswith("3.")
+  first = tf.constant(["The cat sat on the mat.", "He left early.", "Is it sunny?"] * 2)
+  second = tf.constant(["A cat was on the mat.", "It rained all day.", "The sun is out."] * 2)
+  pack = AlbertPreprocessorLayer(preprocess, seq_length=16)
+  encoder = AlbertEncoderLayer(released.encoder)
+  packed = pack([first, second])
+  loaded = hub.load(preprocess)
+  want_packed = loaded.bert_pack_inputs([loaded.tokenize(first), loaded.tokenize(second)],
+                                        seq_length=16)
+  for key in want_packed:
+    np.testing.assert_array_equal(packed[key].numpy(), want_packed[key].numpy())
+  want = hub.KerasLayer(released.encoder)(dict(want_packed))
+  got = encoder(packed)
+  for key in ("pooled_output", "sequence_output"):
+    np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-6)
+
+  a = keras.Input(shape=(), dtype="string")
+  b = keras.Input(shape=(), dtype="string")
+  pooled = encoder(pack([a, b]))["pooled_output"]
+  model = keras.Model([a, b], keras.layers.Dense(2)(pooled))
+  features = keras.Model([a, b], pooled)
+  np.testing.assert_allclose(features.predict([first, second], verbose=0),
+                             want["pooled_output"].numpy(), atol=1e-6)
+  assert len(encoder.trainable_variables) == len(released.loaded.trainable_variables)
+  assert all(":" not in v.name for v in encoder.trainable_variables)
+  model.compile(keras.optimizers.Adam(1e-3),
+                keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  before = [v.numpy().copy() for v in encoder._reloaded_obj.trainable_variables]  # pylint: disable=protected-access
+  model.fit([first, second], tf.constant([1, 0, 1] * 2), epochs=1, batch_size=6, verbose=0)
+  after = [v.numpy() for v in encoder._reloaded_obj.trainable_variables]  # pylint: disable=protected-access
+  assert all(np.abs(x - y).max() > 0 for x, y in zip(before, after))
+  assert np.abs(encoder(packed)["pooled_output"].numpy() - got["pooled_output"].numpy()).max() > 1e-5
