@@ -9,7 +9,9 @@ holds the model, optimizer, input iterator and dropout generators as
 `ckpt-<step>`, so a rerun after a crash continues exactly (rows logged past
 the restored step are dropped); every saved checkpoint can be evaluated,
 the best kept as `model.ckpt-best`. TensorBoard summaries, train_log.csv,
-eval_log.csv, learning_curve.png and a progress bar.
+eval_log.csv, learning_curve.png and a progress bar. SIGTERM or SIGINT ends the
+run after the step in flight, saved (`Stopped`: exit status 75 in the scripts);
+a write that finds the disk full is a one-line `files.WriteFailed`.
 
 Gradient accumulation (`gradient_accumulation_steps` = N > 1): an update of
 `train_batch_size` examples is N micro-batches of train_batch_size / N, read
@@ -43,8 +45,8 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.files import (atomic_checkpoint, find_corrupt_record, reading_checkpoint,
-                             writing)
+from albert_tf.files import (atomic_checkpoint, atomic_open, find_corrupt_record,
+                             reading_checkpoint, writing)
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.progress import progress_bar
 from albert_tf.training.distribute import (check_batch_sizes, distribute_global_batch, is_chief,
@@ -324,11 +326,9 @@ class Trainer:
         needed = sum(v.shape.num_elements() * v.dtype.size for v in self.model.variables)
         with writing(best, needed=needed):
           write_checkpoint(self.model.checkpoint_items, best)
-        trial = os.path.join(self.opts.output_dir, "best_trial.txt")
-        with writing(trial), open(trial, "w") as f:
+        with atomic_open(os.path.join(self.opts.output_dir, "best_trial.txt")) as f:
           f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
-      with writing(self.eval_log):
-        append_csv(self.eval_log, step, result)
+      append_csv(self.eval_log, step, result)
       with writer.as_default(step=step):
         for k, v in result.items():
           tf.summary.scalar(k, v)
@@ -384,8 +384,7 @@ class Trainer:
         for k, v in last.items():
           tf.summary.scalar(k, v)
       if self.is_chief:
-        with writing(log_path):
-          append_csv(log_path, step, last)
+        append_csv(log_path, step, last)
       sums, count, started = None, 0, time.time()
 
     def close():
