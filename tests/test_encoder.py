@@ -537,3 +537,38 @@ def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, rec
   rounded = np.abs(tf.cast(in_bfloat16, tf.float32).numpy() - exact).max() / scale
   assert error < 1e-6, error
   assert rounded > 100 * error, (rounded, error)
+
+
+def test_bfloat16_inference_attention_in_bfloat16_is_as_close_to_float32_as_the_reference_ops():
+  """16-bit inference runs its Q, K, V projection and attention scores as matmuls with
+  post-ops (`* 0.5 + bias`, `* 0.5 + mask`) and oneDNN's 16-bit softmax: its outputs,
+  padding included, are as close to float32's as those of the reference ops (float32
+  scores and softmax), with weights large enough for the attention to matter."""
+  inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
+  reference = AlbertEncoder(GROUPED)
+  reference(inputs)
+  rng = np.random.default_rng(3)
+  reference.set_weights([w if w.ndim < 2 else rng.normal(0, 0.4, w.shape).astype(np.float32)
+                         for w in reference.get_weights()])
+  want = tf.function(reference)(inputs)
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  encoder = AlbertEncoder(GROUPED)
+  encoder(inputs)
+  encoder.set_weights(reference.get_weights())
+  block = encoder.groups[0][0]
+  assert block.uses_post_op_projection() and not block.uses_post_op_projection(training=True)
+  assert "qkv_kernel_x2" in block.read_weights() and "qkv_kernel_x2" not in block.read_weights(
+      training=True)
+  got = tf.function(lambda x: encoder(x))(inputs)
+  with fused.reference_ops():
+    assert not block.uses_post_op_projection()
+    ops = tf.function(lambda x: encoder(x))(inputs)
+  for key in ("sequence_output", "pooled_output"):
+    a, b, c = (tf.cast(out[key], tf.float32).numpy() for out in (want, got, ops))
+    scale = np.abs(a).max()
+    assert scale > 0.5
+    assert np.abs(b - a).max() <= max(2 * np.abs(c - a).max(), 0.02 * scale), key
+  # the first-token path (pooled) and the full path agree on the first row
+  first = encoder.pooler(got["sequence_output"][:, 0])
+  np.testing.assert_allclose(tf.cast(first, tf.float32), tf.cast(got["pooled_output"], tf.float32),
+                             atol=0.02)

@@ -154,7 +154,8 @@ class AlbertEncoder(keras.Model):
       weights = [[{k: tf.cast(v, compute_dtype) for k, v in w.items()} for w in group]
                  for group in masters]
     else:
-      weights = [[block.read_weights() for block in group] for group in self.groups]
+      weights = [[block.read_weights(training=bool(training)) for block in group]
+                 for group in self.groups]
     encoder_outputs = []
     num_layers = self.config.num_hidden_layers
     for layer_index in range(num_layers):

@@ -121,7 +121,13 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.output_layer_norm.build([None, h])
     super().build(input_shape)  # and the generator
 
-  def read_weights(self, dtype=None):
+  def uses_post_op_projection(self, training=False) -> bool:
+    """Whether inference runs the 16-bit attention of `_attend_16`: 16-bit compute with the
+    fused kernels on (`fused.enabled()`), not training."""
+    return (not training and fused.enabled()
+            and tf.as_dtype(self.compute_dtype) != tf.float32)
+
+  def read_weights(self, dtype=None, training=False):
     """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
 
     With cross-layer sharing the same block runs L times per forward pass;
@@ -130,14 +136,26 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     The 1/sqrt(D) logit scale is folded into the query projection (exact for
     D = 64, a power of two), and Q, K, V are concatenated for one matmul.
     `dtype=tf.float32` reads the float32 variables themselves under mixed
-    precision (the encoder's master copies).
+    precision (the encoder's master copies). Where `uses_post_op_projection(training)`,
+    the Q, K, V kernel and bias come as `_attend_16` takes them instead.
     """
     if dtype == tf.float32:   # the variable under Keras' AutoCastVariable, not its cast
       read = lambda v: tf.convert_to_tensor(getattr(v, "_variable", v))
     else:
       read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
+    if dtype != tf.float32 and self.uses_post_op_projection(training):
+      # (x @ kernel) * 0.5 + bias = [2 scale q, k, v]: powers of two, so the same values
+      # as the folded kernel's; and the scores' `* 0.5 + mask` gives scale q.k + mask.
+      post_op = dict(
+          qkv_kernel_x2=tf.concat([read(self.query.kernel) * (4.0 * scale),
+                                   read(self.key.kernel) * 2.0, read(self.value.kernel) * 2.0], 1),
+          qkv_bias_x2=tf.concat([read(self.query.bias) * (2.0 * scale), read(self.key.bias),
+                                 read(self.value.bias)], 0))
+    else:
+      post_op = {}
     return dict(
+        **post_op,
         qkv_kernel=tf.concat([read(self.query.kernel) * scale, read(self.key.kernel),
                               read(self.value.kernel)], 1),
         qkv_bias=tf.concat([read(self.query.bias) * scale, read(self.key.bias),
@@ -169,7 +187,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
       unused, and a tf.function prunes it: the last block then costs its
       Q, K, V projection and the first token's attention only.
     """
-    w = weights if weights is not None else self.read_weights()
+    w = weights if weights is not None else self.read_weights(training=bool(training))
     seed = None
     if training and (self.hidden_dropout_prob or self.attention_probs_dropout_prob):
       seed = self._random_generator.make_seed_for_stateless_op()              # [2]
@@ -215,8 +233,29 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
       return x
     return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros([], x.dtype))
 
-  def _attend(self, q, k, v, attention_bias, keep):
-    """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D]."""
+  @staticmethod
+  def _project_qkv_16(x, w):
+    """16-bit inference's Q, K, V projection: [T, H] -> [T, 3H] = [scale q, k, v] * 2.
+
+    As a 4-D `matmul * scalar + bias`, which TensorFlow's remapper makes one oneDNN
+    matmul with post-ops (the AMX kernel of a plain matmul); `tf.nn.bias_add` after a
+    2-D matmul becomes oneDNN's inner product instead, 20-25% slower in bfloat16 here."""
+    h3 = w["qkv_kernel_x2"].shape[-1]
+    qkv = tf.matmul(x[tf.newaxis, tf.newaxis], w["qkv_kernel_x2"][tf.newaxis, tf.newaxis])
+    qkv = qkv * tf.constant(0.5, x.dtype) + tf.reshape(w["qkv_bias_x2"], [1, 1, 1, h3])
+    return tf.reshape(qkv, [-1, h3])                                         # [T, 3H]
+
+  def _attend(self, q, k, v, attention_bias, keep, post_op=False):
+    """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D].
+
+    With `post_op` (16-bit inference, q at twice its scale), the scores are
+    `q.k * 0.5 + mask` in the compute dtype, one oneDNN batch matmul with post-ops, and
+    the softmax is oneDNN's 16-bit one (float32 inside): no float32 copies of the
+    [B, N, Q, S] scores."""
+    if post_op:
+      scores = (tf.matmul(q, k, transpose_b=True) * tf.constant(0.5, q.dtype)
+                + tf.cast(attention_bias, q.dtype))                          # [B, N, Q, S]
+      return tf.matmul(tf.nn.softmax(scores, axis=-1), v)                    # [B, N, Q, D]
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, Q, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), q.dtype)
@@ -279,11 +318,15 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     x = tf.reshape(inputs, [-1, h])                                          # [T, H]
     keeps = self._keep_masks(seed, batch, seq, x.dtype)
 
-    qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])       # [T, 3H]
+    if "qkv_kernel_x2" in w:
+      qkv = self._project_qkv_16(x, w)                                       # [T, 3H]
+    else:
+      qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])     # [T, 3H]
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
     # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
-    context = self._attend(q, k, v, attention_bias, keeps[0])                # [B, N, S, D]
+    post_op = "qkv_kernel_x2" in w
+    context = self._attend(q, k, v, attention_bias, keeps[0], post_op)       # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
     out, ffn = self._project_and_feed_forward(context, x, w, keeps[1:], training, ffn)
     out = tf.reshape(out, [batch, seq, h])                                   # [B, S, H]
@@ -297,7 +340,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     x0 = inputs[:, 0]                                                        # [B, H]
     q0 = q[:, :, :1]                                                         # [B, N, 1, D]
     keep0 = None if keeps[0] is None else keeps[0][:, :, :1]                 # [B, N, 1, S]
-    context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0), [-1, h])  # [B, H]
+    context0 = tf.reshape(self._attend(q0, k, v, attention_bias, keep0, post_op), [-1, h])  # [B, H]
     first, _ = self._project_and_feed_forward(
         context0, x0, w, [first_row(keep) for keep in keeps[1:]], training)  # [B, H]
     return out, first
