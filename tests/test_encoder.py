@@ -503,19 +503,16 @@ def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, rec
   gradient; the variable's gradient is their sum taken in float32 (as a float64 sum of
   the recorded per-application gradients gives it), not rounded to bfloat16 at each of
   the L - 1 additions."""
-  from albert_tf.modeling import encoder as encoder_module  # pylint: disable=import-outside-toplevel
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   cfg = dict(TINY, num_hidden_layers=6, intermediate_size=64)
   recorded = []
+  accumulate = fused.accumulate
 
-  @tf.custom_gradient
-  def recording(compute_value, master):
-    def grad(upstream):
-      recorded.append(upstream)
-      return None, tf.cast(upstream, master.dtype)
-    return tf.identity(compute_value), grad
+  def recording(total, gradient):
+    recorded.append(gradient)
+    return accumulate(total, gradient)
 
-  monkeypatch.setattr(encoder_module, "use_in_compute_dtype", recording)
+  monkeypatch.setattr(fused, "accumulate", recording)
   model = AlbertEncoder(cfg, recompute=recompute)
   inputs = encoder_inputs(random_inputs(cfg))
   model(inputs)

@@ -120,3 +120,38 @@ def test_reference_ops_switch_restores_itself():
       assert not fused.enabled()
     assert not fused.enabled()
   assert fused.enabled()
+
+
+def test_bfloat16_conversions_by_integer_ops_equal_tf_cast_bit_for_bit():
+  """The kernels' float32 <-> bfloat16 conversions (integer ops, in XLA) give `tf.cast`'s
+  bits for every finite value, infinity and rounding tie, and NaN stays NaN (also a NaN
+  whose rounding would carry out of the exponent)."""
+  rng = np.random.default_rng(0)
+  bits = np.concatenate([
+      rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),   # every kind
+      (rng.integers(0, 2**16, 2_000, dtype=np.uint32) << 16) | 0x8000,      # ties
+      np.array([0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x00000001, 0x80000000,
+                0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001, 0x7FC00000], np.uint32)])
+  x = tf.bitcast(tf.constant(bits), tf.float32)
+  nan = np.isnan(x.numpy())
+  assert nan.sum() > 100 and (~nan).sum() > 100_000
+  to16 = tf.function(jit_compile=True)(lambda v: fused._cast(v, tf.bfloat16))
+  got, want = to16(x), tf.cast(x, tf.bfloat16)
+  got_bits, want_bits = (tf.bitcast(t, tf.uint16).numpy() for t in (got, want))
+  np.testing.assert_array_equal(got_bits[~nan], want_bits[~nan])
+  assert np.isnan(tf.cast(got, tf.float32).numpy()[nan]).all()
+  to32 = tf.function(jit_compile=True)(fused._float32)
+  np.testing.assert_array_equal(tf.bitcast(to32(want), tf.uint32).numpy()[~nan],
+                                tf.bitcast(tf.cast(want, tf.float32), tf.uint32).numpy()[~nan])
+
+
+def test_accumulate_adds_in_float32():
+  """`accumulate`: the running float32 sum of a shared weight's bfloat16 gradients."""
+  rng = np.random.default_rng(1)
+  total = tf.constant(rng.normal(size=(64, 48)), tf.float32)
+  gradient = tf.constant(rng.normal(size=(64, 48)), tf.bfloat16)
+  want = total.numpy() + tf.cast(gradient, tf.float32).numpy()
+  np.testing.assert_array_equal(fused.accumulate(total, gradient).numpy(), want)
+  first = fused.accumulate(None, gradient)
+  assert first.dtype == tf.float32
+  np.testing.assert_array_equal(first.numpy(), tf.cast(gradient, tf.float32).numpy())

@@ -5,6 +5,7 @@ from typing import Dict, Union
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.modeling import fused
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import AlbertEmbeddings, AlbertTransformerBlock
 
@@ -39,14 +40,16 @@ def sum_gradients_in_order(weight: tf.Tensor) -> tf.Tensor:
 
 
 @tf.custom_gradient
-def use_in_compute_dtype(compute_value: tf.Tensor, master: tf.Tensor) -> tf.Tensor:
-  """`compute_value` (the cast of `master`, made once per call) for one application of a
-  shared weight; that application's gradient goes to the float32 `master`, cast to
-  float32 first, so the L applications' gradients are summed in float32 (through
-  `sum_gradients_in_order` on the master copies) rather than in bfloat16."""
-  def grad(upstream):
-    return None, tf.cast(upstream, master.dtype)
-  return tf.identity(compute_value), grad
+def use_in_compute_dtype(compute_value: tf.Tensor, master: tf.Tensor):
+  """(`compute_value`, `master`) for one application of a shared weight: the compute-dtype
+  value (the cast of the float32 `master`, made once per call) and the master for the
+  next application. Backward, the master's gradient is the next application's (the
+  running sum) plus this one's in float32, in one pass (`fused.accumulate`): the L
+  applications' 16-bit gradients are summed in float32, in order, with at most the sum
+  and one application's gradient alive."""
+  def grad(upstream, running_sum):
+    return None, fused.accumulate(running_sum, upstream)
+  return (tf.identity(compute_value), tf.identity(master)), grad
 
 
 def attention_bias_from_mask(input_mask: tf.Tensor) -> tf.Tensor:
@@ -146,7 +149,7 @@ class AlbertEncoder(keras.Model):
 
     # Shared weights are read (and cast) once per call, not once per layer. Training in
     # a lower precision keeps float32 master copies whose gradients (each application's,
-    # cast to float32) are summed in float32.
+    # in float32) are summed in float32 (`use_in_compute_dtype`).
     compute_dtype = tf.as_dtype(self.compute_dtype)
     masters = None
     if training and compute_dtype != tf.float32:
@@ -161,9 +164,11 @@ class AlbertEncoder(keras.Model):
     for layer_index in range(num_layers):
       group_index = self.config.group_index(layer_index)
       used = weights[group_index]
-      if masters is not None:
-        used = [{k: use_in_compute_dtype(v, m[k]) for k, v in w.items()}
-                for w, m in zip(used, masters[group_index])]
+      if masters is not None:   # each application takes its values and passes the masters on
+        pairs = [{k: use_in_compute_dtype(v, m[k]) for k, v in w.items()}
+                 for w, m in zip(used, masters[group_index])]
+        used = [{k: pair[0] for k, pair in p.items()} for p in pairs]
+        masters[group_index] = [{k: pair[1] for k, pair in p.items()} for p in pairs]
       group = list(zip(self.groups[group_index], used))
       for inner_index, (block, block_weights) in enumerate(group):
         last = layer_index == num_layers - 1 and inner_index == len(group) - 1
@@ -173,10 +178,9 @@ class AlbertEncoder(keras.Model):
         if last:
           x, first_token = x                                                  # [B, S, H], [B, H]
         encoder_outputs.append(x)                                             # [B, S, H]
-      if training:  # the running sums: on the master copies when there are any
-        chained = masters if masters is not None else weights
-        chained[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
-                                for w in chained[group_index]]
+      if training and masters is None:  # the running sums (masters keep their own)
+        weights[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
+                                for w in weights[group_index]]
 
     pooled = self.pooler(first_token)                                         # [B, H]
     return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)
