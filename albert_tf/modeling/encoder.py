@@ -153,7 +153,8 @@ class AlbertEncoder(keras.Model):
     compute_dtype = tf.as_dtype(self.compute_dtype)
     masters = None
     if training and compute_dtype != tf.float32:
-      masters = [[block.read_weights(tf.float32) for block in group] for group in self.groups]
+      masters = [[block.read_weights(tf.float32, training=True) for block in group]
+                 for group in self.groups]
       weights = [[{k: tf.cast(v, compute_dtype) for k, v in w.items()} for w in group]
                  for group in masters]
     else:

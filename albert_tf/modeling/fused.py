@@ -169,6 +169,37 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
   return add_norm(x, bias, residual, gamma, beta)
 
 
+# --- matmul * scale + bias, as one oneDNN matmul with post-ops ---------------------------
+
+def _scaled_matmul(a, b, scale, transpose_a=False, transpose_b=False):
+  """`(a @ b) * scale` on 2-D operands, as a 4-D batch matmul: TensorFlow's remapper
+  makes a 4-D BatchMatMul followed by Mul (and Add) one oneDNN matmul with post-ops."""
+  product = tf.matmul(a[tf.newaxis, tf.newaxis], b[tf.newaxis, tf.newaxis],
+                      transpose_a=transpose_a, transpose_b=transpose_b)
+  return product * tf.constant(scale, a.dtype)
+
+
+def projection(x, kernel, bias, scale):
+  """`(x @ kernel) * scale + bias`: x [R, I], kernel [I, O], bias [O], scale a Python
+  float (a power of two keeps the values of the folded kernel). [R, O].
+
+  One oneDNN AMX matmul with post-ops each way. TensorFlow runs `tf.nn.bias_add` after
+  a 2-D matmul as oneDNN's inner product (gemm:jit) instead, [1024, 768] x [768, 2304]
+  in bfloat16 2.9 against 2.3 ms, and its BiasAddGrad is a slow 16-bit column sum."""
+  out_size = kernel.shape[-1]
+
+  @tf.custom_gradient
+  def project(x, kernel, bias):
+    out = _scaled_matmul(x, kernel, scale) + tf.reshape(bias, [1, 1, 1, out_size])
+    def grad(upstream):                                                      # [R, O]
+      dx = _scaled_matmul(upstream, kernel, scale, transpose_b=True)[0, 0]  # [R, I]
+      dkernel = _scaled_matmul(x, upstream, scale, transpose_a=True)[0, 0]  # [I, O]
+      return dx, dkernel, _sum_rows(upstream)
+    return tf.reshape(out, [-1, out_size]), grad
+
+  return project(x, kernel, bias)
+
+
 # --- the float32 sum of a shared weight's gradients ------------------------------------
 
 @tf.function(jit_compile=True)

@@ -121,11 +121,10 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     self.output_layer_norm.build([None, h])
     super().build(input_shape)  # and the generator
 
-  def uses_post_op_projection(self, training=False) -> bool:
-    """Whether inference runs the 16-bit attention of `_attend_16`: 16-bit compute with the
-    fused kernels on (`fused.enabled()`), not training."""
-    return (not training and fused.enabled()
-            and tf.as_dtype(self.compute_dtype) != tf.float32)
+  def uses_post_op_projection(self) -> bool:
+    """Whether the Q, K, V projection is `fused.projection` (a matmul with post-ops): under
+    16-bit compute dtypes with the fused kernels on (`fused.enabled()`)."""
+    return fused.enabled() and tf.as_dtype(self.compute_dtype) != tf.float32
 
   def read_weights(self, dtype=None, training=False):
     """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
@@ -136,30 +135,33 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     The 1/sqrt(D) logit scale is folded into the query projection (exact for
     D = 64, a power of two), and Q, K, V are concatenated for one matmul.
     `dtype=tf.float32` reads the float32 variables themselves under mixed
-    precision (the encoder's master copies). Where `uses_post_op_projection(training)`,
-    the Q, K, V kernel and bias come as `_attend_16` takes them instead.
+    precision (the encoder's master copies). Where `uses_post_op_projection()`, the Q, K,
+    V kernel and bias are those of `(x @ qkv_kernel_x2) * 0.5 + qkv_bias_x2` instead,
+    with q at twice its scale in inference (for the scores' post-ops in `_attend`).
     """
     if dtype == tf.float32:   # the variable under Keras' AutoCastVariable, not its cast
       read = lambda v: tf.convert_to_tensor(getattr(v, "_variable", v))
     else:
       read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
-    if dtype != tf.float32 and self.uses_post_op_projection(training):
-      # (x @ kernel) * 0.5 + bias = [2 scale q, k, v]: powers of two, so the same values
-      # as the folded kernel's; and the scores' `* 0.5 + mask` gives scale q.k + mask.
-      post_op = dict(
-          qkv_kernel_x2=tf.concat([read(self.query.kernel) * (4.0 * scale),
+    if self.uses_post_op_projection():
+      # (x @ kernel) * 0.5 + bias = [scale q, k, v], in inference [2 scale q, k, v] (the
+      # scores' `* 0.5 + mask` then gives scale q.k + mask). Factors of two keep the
+      # values of the folded kernel.
+      q_factor = 2.0 if training else 4.0
+      qkv = dict(
+          qkv_kernel_x2=tf.concat([read(self.query.kernel) * (q_factor * scale),
                                    read(self.key.kernel) * 2.0, read(self.value.kernel) * 2.0], 1),
-          qkv_bias_x2=tf.concat([read(self.query.bias) * (2.0 * scale), read(self.key.bias),
-                                 read(self.value.bias)], 0))
+          qkv_bias_x2=tf.concat([read(self.query.bias) * (q_factor / 2.0 * scale),
+                                 read(self.key.bias), read(self.value.bias)], 0))
     else:
-      post_op = {}
+      qkv = dict(
+          qkv_kernel=tf.concat([read(self.query.kernel) * scale, read(self.key.kernel),
+                                read(self.value.kernel)], 1),
+          qkv_bias=tf.concat([read(self.query.bias) * scale, read(self.key.bias),
+                              read(self.value.bias)], 0))
     return dict(
-        **post_op,
-        qkv_kernel=tf.concat([read(self.query.kernel) * scale, read(self.key.kernel),
-                              read(self.value.kernel)], 1),
-        qkv_bias=tf.concat([read(self.query.bias) * scale, read(self.key.bias),
-                            read(self.value.bias)], 0),
+        **qkv,
         attention_kernel=read(self.attention_output.kernel),
         attention_bias=read(self.attention_output.bias),
         intermediate_kernel=read(self.intermediate.kernel),
@@ -232,18 +234,6 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     if keep is None:
       return x
     return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros([], x.dtype))
-
-  @staticmethod
-  def _project_qkv_16(x, w):
-    """16-bit inference's Q, K, V projection: [T, H] -> [T, 3H] = [scale q, k, v] * 2.
-
-    As a 4-D `matmul * scalar + bias`, which TensorFlow's remapper makes one oneDNN
-    matmul with post-ops (the AMX kernel of a plain matmul); `tf.nn.bias_add` after a
-    2-D matmul becomes oneDNN's inner product instead, 20-25% slower in bfloat16 here."""
-    h3 = w["qkv_kernel_x2"].shape[-1]
-    qkv = tf.matmul(x[tf.newaxis, tf.newaxis], w["qkv_kernel_x2"][tf.newaxis, tf.newaxis])
-    qkv = qkv * tf.constant(0.5, x.dtype) + tf.reshape(w["qkv_bias_x2"], [1, 1, 1, h3])
-    return tf.reshape(qkv, [-1, h3])                                         # [T, 3H]
 
   def _attend(self, q, k, v, attention_bias, keep, post_op=False):
     """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D].
@@ -319,13 +309,13 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     keeps = self._keep_masks(seed, batch, seq, x.dtype)
 
     if "qkv_kernel_x2" in w:
-      qkv = self._project_qkv_16(x, w)                                       # [T, 3H]
+      qkv = fused.projection(x, w["qkv_kernel_x2"], w["qkv_bias_x2"], 0.5)   # [T, 3H]
     else:
       qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])     # [T, 3H]
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
     # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
-    post_op = "qkv_kernel_x2" in w
+    post_op = "qkv_kernel_x2" in w and not training   # q at twice its scale
     context = self._attend(q, k, v, attention_bias, keeps[0], post_op)       # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
     out, ffn = self._project_and_feed_forward(context, x, w, keeps[1:], training, ffn)
