@@ -158,16 +158,16 @@ def test_accumulate_adds_in_float32():
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
-def test_projection_equals_matmul_times_scale_plus_bias_in_value_and_gradients(dtype):
+def test_projection_equals_matmul_plus_bias_in_value_and_gradients(dtype):
   """`projection` (a 4-D matmul with post-ops, its own gradient) against float64
-  `(x @ kernel) * scale + bias`, value and gradients of x, kernel and bias."""
+  `x @ kernel + bias`, value and gradients of x, kernel and bias."""
   rng = np.random.default_rng(2)
   x, kernel, bias, upstream = (tf.constant(rng.normal(size=shape), dtype)
                                for shape in ((40, 16), (16, 24), (24,), (40, 24)))
-  got, got_grads = _grads(lambda a, b, c: fused.projection(a, b, c, 0.5), [x, kernel, bias],
-                          upstream)
+  got, got_grads = _grads(lambda a, b, c: fused.projection(a, b, c, 0.5, b * 2.0),
+                          [x, kernel, bias], upstream)
   f64 = lambda t: tf.cast(t, tf.float64)
-  want, want_grads = _grads(lambda a, b, c: tf.matmul(f64(a), f64(b)) * 0.5 + f64(c),
+  want, want_grads = _grads(lambda a, b, c: tf.matmul(f64(a), f64(b)) + f64(c),
                             [x, kernel, bias], upstream)
   tol = 1e-5 if dtype == tf.float32 else 2e-2
   assert got.dtype == dtype and got.shape == (40, 24)

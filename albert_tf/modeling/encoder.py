@@ -8,6 +8,7 @@ import tf_keras as keras
 from albert_tf.modeling import fused
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import AlbertEmbeddings, AlbertTransformerBlock
+from albert_tf.modeling.layers.transformer import DERIVED_WEIGHTS
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -166,9 +167,9 @@ class AlbertEncoder(keras.Model):
       group_index = self.config.group_index(layer_index)
       used = weights[group_index]
       if masters is not None:   # each application takes its values and passes the masters on
-        pairs = [{k: use_in_compute_dtype(v, m[k]) for k, v in w.items()}
-                 for w, m in zip(used, masters[group_index])]
-        used = [{k: pair[0] for k, pair in p.items()} for p in pairs]
+        pairs = [{k: use_in_compute_dtype(v, m[k]) for k, v in w.items()
+                  if k not in DERIVED_WEIGHTS} for w, m in zip(used, masters[group_index])]
+        used = [dict(w, **{k: pair[0] for k, pair in p.items()}) for w, p in zip(used, pairs)]
         masters[group_index] = [{k: pair[1] for k, pair in p.items()} for p in pairs]
       group = list(zip(self.groups[group_index], used))
       for inner_index, (block, block_weights) in enumerate(group):
@@ -180,8 +181,8 @@ class AlbertEncoder(keras.Model):
           x, first_token = x                                                  # [B, S, H], [B, H]
         encoder_outputs.append(x)                                             # [B, S, H]
       if training and masters is None:  # the running sums (masters keep their own)
-        weights[group_index] = [{k: sum_gradients_in_order(v) for k, v in w.items()}
-                                for w in weights[group_index]]
+        weights[group_index] = [{k: v if k in DERIVED_WEIGHTS else sum_gradients_in_order(v)
+                                 for k, v in w.items()} for w in weights[group_index]]
 
     pooled = self.pooler(first_token)                                         # [B, H]
     return dict(sequence_output=x, pooled_output=pooled, encoder_outputs=encoder_outputs)

@@ -171,33 +171,38 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
 
 # --- matmul * scale + bias, as one oneDNN matmul with post-ops ---------------------------
 
-def _scaled_matmul(a, b, scale, transpose_a=False, transpose_b=False):
-  """`(a @ b) * scale` on 2-D operands, as a 4-D batch matmul: TensorFlow's remapper
-  makes a 4-D BatchMatMul followed by Mul (and Add) one oneDNN matmul with post-ops."""
-  product = tf.matmul(a[tf.newaxis, tf.newaxis], b[tf.newaxis, tf.newaxis],
-                      transpose_a=transpose_a, transpose_b=transpose_b)
+def _scaled_matmul(a, b, scale):
+  """`(a @ b) * scale` on 2-D operands as a 4-D batch matmul [1, 1, R, O]: TensorFlow's
+  remapper makes a 4-D BatchMatMul + Mul + Add one oneDNN matmul with post-ops."""
+  product = tf.matmul(a[tf.newaxis, tf.newaxis], b[tf.newaxis, tf.newaxis])
   return product * tf.constant(scale, a.dtype)
 
 
-def projection(x, kernel, bias, scale):
-  """`(x @ kernel) * scale + bias`: x [R, I], kernel [I, O], bias [O], scale a Python
-  float (a power of two keeps the values of the folded kernel). [R, O].
+def projection(x, kernel, bias, scale, scaled_kernel):
+  """`(x @ scaled_kernel) * scale + bias` = `x @ kernel + bias`: x [R, I], kernel and
+  scaled_kernel = kernel / scale [I, O], bias [O], scale a Python float (a power of two:
+  the same values). [R, O]. The gradients are those of `x @ kernel + bias` (for x,
+  kernel and bias; none for scaled_kernel). `kernel=None`: the forward alone.
 
-  One oneDNN AMX matmul with post-ops each way. TensorFlow runs `tf.nn.bias_add` after
-  a 2-D matmul as oneDNN's inner product (gemm:jit) instead, [1024, 768] x [768, 2304]
-  in bfloat16 2.9 against 2.3 ms, and its BiasAddGrad is a slow 16-bit column sum."""
-  out_size = kernel.shape[-1]
+  The forward is one oneDNN AMX matmul with post-ops: TensorFlow runs `tf.nn.bias_add`
+  after a 2-D matmul as oneDNN's inner product (gemm:jit) instead, [1024, 768] x
+  [768, 2304] in bfloat16 2.9 against 2.3 ms, and its BiasAddGrad is a slow 16-bit
+  column sum. The backward is two plain matmuls and a [1, R] x [R, O] column sum."""
+  out_size = scaled_kernel.shape[-1]
+  if kernel is None:   # inference: no gradient, so only the forward's kernel
+    out = _scaled_matmul(x, scaled_kernel, scale) + tf.reshape(bias, [1, 1, 1, out_size])
+    return tf.reshape(out, [-1, out_size])
 
   @tf.custom_gradient
-  def project(x, kernel, bias):
-    out = _scaled_matmul(x, kernel, scale) + tf.reshape(bias, [1, 1, 1, out_size])
+  def project(x, kernel, bias, scaled_kernel):
+    out = _scaled_matmul(x, scaled_kernel, scale) + tf.reshape(bias, [1, 1, 1, out_size])
     def grad(upstream):                                                      # [R, O]
-      dx = _scaled_matmul(upstream, kernel, scale, transpose_b=True)[0, 0]  # [R, I]
-      dkernel = _scaled_matmul(x, upstream, scale, transpose_a=True)[0, 0]  # [I, O]
-      return dx, dkernel, _sum_rows(upstream)
+      return (tf.matmul(upstream, kernel, transpose_b=True),                # [R, I]
+              tf.matmul(x, upstream, transpose_a=True),                     # [I, O]
+              _sum_rows(upstream), None)
     return tf.reshape(out, [-1, out_size]), grad
 
-  return project(x, kernel, bias)
+  return project(x, kernel, bias, scaled_kernel)
 
 
 # --- the float32 sum of a shared weight's gradients ------------------------------------

@@ -37,6 +37,10 @@ def matmul_of_known_value(inputs, kernel, value):
   return tf.identity(value), grad
 
 
+# Entries of `read_weights()` derived from others, which take no gradient of their own.
+DERIVED_WEIGHTS = ("qkv_kernel_x2",)
+
+
 @keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   """Self-attention + FFN with residuals and post-LayerNorm, as `attention_ffn_block`.
@@ -135,31 +139,30 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     The 1/sqrt(D) logit scale is folded into the query projection (exact for
     D = 64, a power of two), and Q, K, V are concatenated for one matmul.
     `dtype=tf.float32` reads the float32 variables themselves under mixed
-    precision (the encoder's master copies). Where `uses_post_op_projection()`, the Q, K,
-    V kernel and bias are those of `(x @ qkv_kernel_x2) * 0.5 + qkv_bias_x2` instead,
-    with q at twice its scale in inference (for the scores' post-ops in `_attend`).
+    precision (the encoder's master copies). Where `uses_post_op_projection()`, also
+    `qkv_kernel_x2`, twice the Q, K, V kernel, a value without gradient (one of
+    `DERIVED_WEIGHTS`), and in inference q at twice its scale.
     """
     if dtype == tf.float32:   # the variable under Keras' AutoCastVariable, not its cast
       read = lambda v: tf.convert_to_tensor(getattr(v, "_variable", v))
     else:
       read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
-    if self.uses_post_op_projection():
-      # (x @ kernel) * 0.5 + bias = [scale q, k, v], in inference [2 scale q, k, v] (the
-      # scores' `* 0.5 + mask` then gives scale q.k + mask). Factors of two keep the
-      # values of the folded kernel.
-      q_factor = 2.0 if training else 4.0
-      qkv = dict(
-          qkv_kernel_x2=tf.concat([read(self.query.kernel) * (q_factor * scale),
-                                   read(self.key.kernel) * 2.0, read(self.value.kernel) * 2.0], 1),
-          qkv_bias_x2=tf.concat([read(self.query.bias) * (q_factor / 2.0 * scale),
-                                 read(self.key.bias), read(self.value.bias)], 0))
+    # In 16-bit inference with post-ops, q at twice its scale: the scores' `* 0.5 + mask`
+    # in `_attend` then gives scale q.k + mask. Factors of two keep the values.
+    post_op = self.uses_post_op_projection()
+    q_scale = 2.0 * scale if post_op and not training else scale
+    qkv = dict(qkv_bias=tf.concat([read(self.query.bias) * q_scale, read(self.key.bias),
+                                   read(self.value.bias)], 0))
+    if post_op and not training:   # no gradient: only the kernel of the forward
+      qkv["qkv_kernel_x2"] = tf.concat([read(self.query.kernel) * (2.0 * q_scale),
+                                        read(self.key.kernel) * 2.0,
+                                        read(self.value.kernel) * 2.0], 1)
     else:
-      qkv = dict(
-          qkv_kernel=tf.concat([read(self.query.kernel) * scale, read(self.key.kernel),
-                                read(self.value.kernel)], 1),
-          qkv_bias=tf.concat([read(self.query.bias) * scale, read(self.key.bias),
-                              read(self.value.bias)], 0))
+      qkv["qkv_kernel"] = tf.concat([read(self.query.kernel) * q_scale, read(self.key.kernel),
+                                     read(self.value.kernel)], 1)
+    if post_op and training:   # for `fused.projection`'s forward, without gradient
+      qkv["qkv_kernel_x2"] = tf.stop_gradient(qkv["qkv_kernel"] * 2.0)
     return dict(
         **qkv,
         attention_kernel=read(self.attention_output.kernel),
@@ -309,7 +312,8 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     keeps = self._keep_masks(seed, batch, seq, x.dtype)
 
     if "qkv_kernel_x2" in w:
-      qkv = fused.projection(x, w["qkv_kernel_x2"], w["qkv_bias_x2"], 0.5)   # [T, 3H]
+      qkv = fused.projection(x, w.get("qkv_kernel"), w["qkv_bias"], 0.5,
+                             w["qkv_kernel_x2"])                            # [T, 3H]
     else:
       qkv = tf.nn.bias_add(tf.matmul(x, w["qkv_kernel"]), w["qkv_bias"])     # [T, 3H]
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
