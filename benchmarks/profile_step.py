@@ -5,8 +5,8 @@ AlbertEncoder + Dense + Keras Adam) under the profiler and sums, per op type,
 the time of the ops TensorFlow's executor ran (the threads of the host plane).
 Shares are of the summed op time, which exceeds the wall time where ops run
 side by side (a bfloat16 ALBERT-base train step: 2.3 s of op time in 1.5 s);
-the wall time per step is printed too. XLA-compiled kernels (the training
-GELU) appear under their HLO fusion names.
+the wall time per step is printed too. XLA-compiled kernels (`albert_tf.modeling.fused`)
+appear as "XLA" and their HLO fusion names.
 
   python benchmarks/profile_step.py --dtype=bfloat16 --top=25
 """
@@ -14,6 +14,7 @@ GELU) appear under their HLO fusion names.
 import collections
 import glob
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -42,6 +43,9 @@ flags.DEFINE_bool("recompute", False,
 FLAGS = flags.FLAGS
 
 
+XLA_ENCLOSING = ("call", "Execute", "ParallelFor", "ExecutorDoneCallback")
+
+
 def op_times(logdir):
   """{op type: summed microseconds} of the executor's ops in the profile under `logdir`."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
@@ -57,6 +61,12 @@ def op_times(logdir):
         name = plane.event_metadata[event.metadata_id].name
         # Executor op events are named "op_name:OpType"; the executor's own and the
         # function's events ("ExecutorState::Process", "__inference_...") enclose them.
+        # XLA kernels' events on the executor's threads are their HLO fusions, named
+        # without a ":", inside enclosing "call" / "Execute" events (left out here).
+        if line.name.startswith("tf_") and ":" not in name and re.fullmatch(
+            r"[\w.-]+", name) and name.split(".")[0] not in XLA_ENCLOSING:
+          totals["XLA " + re.sub(r"(\.\d+)*(\.clone)?$", "", name)] += event.duration_ps / 1e6
+          continue
         op_type = name.rsplit(":", 1)[-1].strip()
         if ":" not in name or "::" in name or op_type.startswith("__") or " " in op_type:
           continue

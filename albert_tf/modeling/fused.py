@@ -7,9 +7,12 @@ gradient two or three more); under bfloat16 on a CPU with AMX those passes
 cost as much as the matmuls. Here a chain is one `tf.custom_gradient` whose
 forward and backward are each an XLA-compiled function
 (`tf.function(jit_compile=True)`), with float32 math inside whatever the
-compute dtype; the matmuls stay plain `tf.matmul`, which oneDNN runs faster
-than a matmul with a bias epilogue (65-90% of the plain one's speed in
-bfloat16 on an Intel Xeon with AMX, so the bias goes into the kernel after).
+compute dtype; the matmuls stay plain `tf.matmul`. TensorFlow runs a 2-D matmul
++ BiasAdd as oneDNN's inner product (gemm:jit), not the AMX matmul a plain one
+gets (65-90% of its speed in bfloat16 on an Intel Xeon with AMX), so the bias
+goes into the kernel after. Where no kernel follows (the Q, K, V projection),
+`projection` writes the matmul as a 4-D batch matmul * scalar + bias, which the
+remapper makes one AMX matmul with post-ops.
 
 Measured per kernel on [1024, 768] / [1024, 3072] (b8 s128 of ALBERT-base,
 Intel Xeon with AMX, 2 cores), forward+backward against the reference ops:
