@@ -537,7 +537,7 @@ def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, rec
 
 
 def test_bfloat16_inference_attention_in_bfloat16_is_as_close_to_float32_as_the_reference_ops():
-  """16-bit inference runs its Q, K, V projection and attention scores as matmuls with
+  """bfloat16 inference runs its Q, K, V projection and attention scores as matmuls with
   post-ops (`* 0.5 + bias`, `* 0.5 + mask`) and oneDNN's 16-bit softmax: its outputs,
   padding included, are as close to float32's as those of the reference ops (float32
   scores and softmax), with weights large enough for the attention to matter."""
@@ -564,6 +564,15 @@ def test_bfloat16_inference_attention_in_bfloat16_is_as_close_to_float32_as_the_
     scale = np.abs(a).max()
     assert scale > 0.5
     assert np.abs(b - a).max() <= max(2 * np.abs(c - a).max(), 0.02 * scale), key
+  # a training read of the weights (q at its own scale, float32 scores) in inference
+  # gives the same outputs to bfloat16 precision
+  x = tf.cast(tf.random.stateless_normal([2, 11, 32], [7, 8]), tf.bfloat16)
+  bias = tf.zeros([2, 1, 1, 11])
+  read = lambda training: {k: tf.cast(v, tf.bfloat16)   # read outside a call: float32
+                           for k, v in block.read_weights(training=training).items()}
+  a = block(x, bias, weights=read(False))
+  b = block(x, bias, weights=read(True))
+  np.testing.assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32), atol=0.05)
   # the first-token path (pooled) and the full path agree on the first row
   first = encoder.pooler(got["sequence_output"][:, 0])
   np.testing.assert_allclose(tf.cast(first, tf.float32), tf.cast(got["pooled_output"], tf.float32),

@@ -127,8 +127,9 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
 
   def uses_post_op_projection(self) -> bool:
     """Whether the Q, K, V projection is `fused.projection` (a matmul with post-ops): under
-    16-bit compute dtypes with the fused kernels on (`fused.enabled()`)."""
-    return fused.enabled() and tf.as_dtype(self.compute_dtype) != tf.float32
+    bfloat16 compute with the fused kernels on (`fused.enabled()`). (float16 keeps the
+    float32 softmax: TensorFlow's CPU softmax computes float16 in float16.)"""
+    return fused.enabled() and tf.as_dtype(self.compute_dtype) == tf.bfloat16
 
   def read_weights(self, dtype=None, training=False):
     """This block's weights as compute-dtype tensors, ready for `call(weights=...)`.
@@ -148,7 +149,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     else:
       read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
-    # In 16-bit inference with post-ops, q at twice its scale: the scores' `* 0.5 + mask`
+    # In bfloat16 inference with post-ops, q at twice its scale: the scores' `* 0.5 + mask`
     # in `_attend` then gives scale q.k + mask. Factors of two keep the values.
     post_op = self.uses_post_op_projection()
     q_scale = 2.0 * scale if post_op and not training else scale
@@ -241,14 +242,16 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   def _attend(self, q, k, v, attention_bias, keep, post_op=False):
     """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D].
 
-    With `post_op` (16-bit inference, q at twice its scale), the scores are
+    With `post_op` (bfloat16 inference, q at twice its scale), the scores are
     `q.k * 0.5 + mask` in the compute dtype, one oneDNN batch matmul with post-ops, and
     the softmax is oneDNN's 16-bit one (float32 inside): no float32 copies of the
     [B, N, Q, S] scores."""
     if post_op:
       scores = (tf.matmul(q, k, transpose_b=True) * tf.constant(0.5, q.dtype)
                 + tf.cast(attention_bias, q.dtype))                          # [B, N, Q, S]
-      return tf.matmul(tf.nn.softmax(scores, axis=-1), v)                    # [B, N, Q, D]
+      probs = self._dropout(tf.nn.softmax(scores, axis=-1), keep,
+                            self.attention_probs_dropout_prob)
+      return tf.matmul(probs, v)                                             # [B, N, Q, D]
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, Q, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), q.dtype)
@@ -319,7 +322,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
     # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
-    post_op = "qkv_kernel_x2" in w and not training   # q at twice its scale
+    post_op = "qkv_kernel" not in w   # an inference read: q at twice its scale
     context = self._attend(q, k, v, attention_bias, keeps[0], post_op)       # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
     out, ffn = self._project_and_feed_forward(context, x, w, keeps[1:], training, ffn)
