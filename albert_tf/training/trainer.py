@@ -89,6 +89,11 @@ def stop_requests(signals=(signal.SIGTERM, signal.SIGINT)) -> Iterator[List[int]
       signal.signal(s, handler)
 
 
+def _bytes_of(variables) -> int:
+  """The bytes a checkpoint of `variables` holds, about (what a save needs free)."""
+  return sum(v.shape.num_elements() * v.dtype.size for v in variables)
+
+
 @dataclasses.dataclass
 class TrainerOptions:
   """What the loop needs; each task fills it from its own flags."""
@@ -323,8 +328,7 @@ class Trainer:
       # rerun evaluate this step again rather than trust a best it never wrote.
       if improved:
         best = os.path.join(self.opts.output_dir, BEST_PREFIX)
-        needed = sum(v.shape.num_elements() * v.dtype.size for v in self.model.variables)
-        with writing(best, needed=needed):
+        with writing(best, needed=_bytes_of(self.model.variables)):
           write_checkpoint(self.model.checkpoint_items, best)
         with atomic_open(os.path.join(self.opts.output_dir, "best_trial.txt")) as f:
           f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
@@ -340,8 +344,8 @@ class Trainer:
 
   def _save(self, step: int) -> None:
     """Writes the training state as ckpt-<step> (a failed write leaves the earlier ones)."""
-    needed = sum(v.shape.num_elements() * v.dtype.size for v in self.checkpoint_variables())
-    with writing(self._scratch or self.opts.output_dir, needed=needed):
+    with writing(self._scratch or self.opts.output_dir,
+                 needed=_bytes_of(self.checkpoint_variables())):
       self.manager.save(checkpoint_number=step)
     if self._scratch:
       shutil.rmtree(os.path.dirname(self._scratch), ignore_errors=True)

@@ -152,18 +152,19 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     # In bfloat16 inference with post-ops, q at twice its scale: the scores' `* 0.5 + mask`
     # in `_attend` then gives scale q.k + mask. Factors of two keep the values.
     post_op = self.uses_post_op_projection()
-    q_scale = 2.0 * scale if post_op and not training else scale
+    inference_post_op = post_op and not training
+    q_scale = 2.0 * scale if inference_post_op else scale
     qkv = dict(qkv_bias=tf.concat([read(self.query.bias) * q_scale, read(self.key.bias),
                                    read(self.value.bias)], 0))
-    if post_op and not training:   # no gradient: only the kernel of the forward
+    if inference_post_op:   # no gradient: only the kernel of the forward
       qkv["qkv_kernel_x2"] = tf.concat([read(self.query.kernel) * (2.0 * q_scale),
                                         read(self.key.kernel) * 2.0,
                                         read(self.value.kernel) * 2.0], 1)
     else:
       qkv["qkv_kernel"] = tf.concat([read(self.query.kernel) * q_scale, read(self.key.kernel),
                                      read(self.value.kernel)], 1)
-    if post_op and training:   # for `fused.projection`'s forward, without gradient
-      qkv["qkv_kernel_x2"] = tf.stop_gradient(qkv["qkv_kernel"] * 2.0)
+      if post_op:   # for `fused.projection`'s forward, without gradient
+        qkv["qkv_kernel_x2"] = tf.stop_gradient(qkv["qkv_kernel"] * 2.0)
     return dict(
         **qkv,
         attention_kernel=read(self.attention_output.kernel),
