@@ -174,3 +174,30 @@ def test_projection_equals_matmul_plus_bias_in_value_and_gradients(dtype):
   for a, b in zip([got] + got_grads, [want] + want_grads):
     b = b.numpy()
     np.testing.assert_allclose(tf.cast(a, tf.float64).numpy(), b, atol=tol * np.abs(b).max())
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_attention_probs_equal_the_softmax_of_masked_scores_in_value_and_gradients(dtype):
+  """`attention_probs` (scores with post-ops, the 16-bit softmax, its own backward kernel)
+  against float64 softmax(q k^T * 0.5 + mask), value and gradients of q and k, with
+  padding: masked keys get probability 0 and pass no gradient."""
+  rng = np.random.default_rng(4)
+  q, k = (tf.constant(rng.normal(scale=2, size=shape), dtype)
+          for shape in ((2, 3, 5, 8), (2, 3, 7, 8)))
+  mask = np.zeros((2, 1, 1, 7), np.float32)
+  mask[1, ..., 4:] = -10000.0   # the second example has 3 padding positions
+  upstream = tf.constant(rng.normal(size=(2, 3, 5, 7)), dtype)
+  got, got_grads = _grads(lambda a, b: fused.attention_probs(a, b, tf.constant(mask), 0.5),
+                          [q, k], upstream)
+  f64 = lambda t: tf.cast(t, tf.float64)
+  want, want_grads = _grads(
+      lambda a, b: tf.nn.softmax(tf.matmul(f64(a), f64(b), transpose_b=True) * 0.5 + mask),
+      [q, k], upstream)
+  tol = 1e-5 if dtype == tf.float32 else 2e-2
+  assert got.dtype == dtype and got.shape == (2, 3, 5, 7)
+  assert np.all(tf.cast(got, tf.float32).numpy()[1, ..., 4:] == 0)
+  assert np.all(got_grads[1].numpy()[1, :, 4:] == 0)
+  for a, b in zip([got] + got_grads, [want] + want_grads):
+    b = b.numpy()
+    assert np.abs(b).max() > 0.1   # large enough to disagree
+    np.testing.assert_allclose(tf.cast(a, tf.float64).numpy(), b, atol=tol * np.abs(b).max())

@@ -140,20 +140,20 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     The 1/sqrt(D) logit scale is folded into the query projection (exact for
     D = 64, a power of two), and Q, K, V are concatenated for one matmul.
     `dtype=tf.float32` reads the float32 variables themselves under mixed
-    precision (the encoder's master copies). Where `uses_post_op_projection()`, also
-    `qkv_kernel_x2`, twice the Q, K, V kernel, a value without gradient (one of
-    `DERIVED_WEIGHTS`), and in inference q at twice its scale.
+    precision (the encoder's master copies). Where `uses_post_op_projection()`, q at
+    twice its scale and also `qkv_kernel_x2`, twice the Q, K, V kernel, a value without
+    gradient (one of `DERIVED_WEIGHTS`; in inference the only kernel).
     """
     if dtype == tf.float32:   # the variable under Keras' AutoCastVariable, not its cast
       read = lambda v: tf.convert_to_tensor(getattr(v, "_variable", v))
     else:
       read = tf.convert_to_tensor
     scale = 1.0 / math.sqrt(float(self.head_size))
-    # In bfloat16 inference with post-ops, q at twice its scale: the scores' `* 0.5 + mask`
-    # in `_attend` then gives scale q.k + mask. Factors of two keep the values.
+    # With post-ops, q at twice its scale: the scores' `* 0.5 + mask` in `_attend` then
+    # give scale q.k + mask. Factors of two keep the values.
     post_op = self.uses_post_op_projection()
     inference_post_op = post_op and not training
-    q_scale = 2.0 * scale if inference_post_op else scale
+    q_scale = 2.0 * scale if post_op else scale
     qkv = dict(qkv_bias=tf.concat([read(self.query.bias) * q_scale, read(self.key.bias),
                                    read(self.value.bias)], 0))
     if inference_post_op:   # no gradient: only the kernel of the forward
@@ -243,15 +243,13 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   def _attend(self, q, k, v, attention_bias, keep, post_op=False):
     """Scaled dot-product attention: q [B, N, Q, D], k, v [B, N, S, D] -> [B, N, Q, D].
 
-    With `post_op` (bfloat16 inference, q at twice its scale), the scores are
-    `q.k * 0.5 + mask` in the compute dtype, one oneDNN batch matmul with post-ops, and
-    the softmax is oneDNN's 16-bit one (float32 inside): no float32 copies of the
-    [B, N, Q, S] scores."""
+    With `post_op` (bfloat16, q at twice its scale), `fused.attention_probs`: the scores
+    are `q.k * 0.5 + mask` in the compute dtype, one oneDNN batch matmul with post-ops,
+    the softmax is oneDNN's 16-bit one (float32 inside), and its backward one XLA kernel:
+    no float32 copies of the [B, N, Q, S] scores either way."""
     if post_op:
-      scores = (tf.matmul(q, k, transpose_b=True) * tf.constant(0.5, q.dtype)
-                + tf.cast(attention_bias, q.dtype))                          # [B, N, Q, S]
-      probs = self._dropout(tf.nn.softmax(scores, axis=-1), keep,
-                            self.attention_probs_dropout_prob)
+      probs = fused.attention_probs(q, k, attention_bias, 0.5)               # [B, N, Q, S]
+      probs = self._dropout(probs, keep, self.attention_probs_dropout_prob)
       return tf.matmul(probs, v)                                             # [B, N, Q, D]
     scores = tf.matmul(q, k, transpose_b=True)                               # [B, N, Q, S]
     scores = tf.cast(scores, tf.float32) + attention_bias
@@ -323,7 +321,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, n, d]), [2, 0, 3, 1, 4])  # [3, B, N, S, D]
     # unstack, not qkv[i]: the gradient of an index is a zero-filled [3, B, N, S, D] each.
     q, k, v = tf.unstack(qkv)                                                # [B, N, S, D]
-    post_op = "qkv_kernel" not in w   # an inference read: q at twice its scale
+    post_op = "qkv_kernel_x2" in w   # q at twice its scale
     context = self._attend(q, k, v, attention_bias, keeps[0], post_op)       # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])       # [T, H]
     out, ffn = self._project_and_feed_forward(context, x, w, keeps[1:], training, ffn)
