@@ -14,7 +14,9 @@ Sections:
                (albert_tf: tf.function over AlbertEncoder + Dense with mixed_bfloat16;
                torch: the same model and head under autocast(bfloat16)). Beside them, in
                the same run, the matmul peak at the model's shapes, each step's fraction
-               of it, and the fraction the step's matmuls alone reach (all else free).
+               of it, the fraction the step's matmuls alone reach (all else free), and the
+               bound with the fewest bytes its other passes must move at the same-run
+               memory bandwidth, of large arrays and of cached ones (`step_min_bytes`).
   real_length  fine-tuning steps on MRPC-like lengths (pairs of median 60 pieces, p90 ~95)
                at --max_seq_length=512 and 128: albert_tf as run_classifier.py batches them
                (length buckets, and fixed padding for comparison), torch padded to 512 and
@@ -345,6 +347,63 @@ def run_matmuls(spec):
   return dict(seconds=best)
 
 
+def run_bandwidth(spec):
+  """The memory bandwidth of elementwise passes, in bytes/s: `a + b` on float32 arrays
+  (read two, write one) of 16 MiB each, about a [T, I] tensor's size, where caches help
+  ("cached"), and of 64 MiB each ("memory"); the best of TensorFlow's own (multi-threaded)
+  op and an XLA kernel, and of several repetitions."""
+  del spec
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  result = {}
+  for key, size in (("cached", 1 << 22), ("memory", 1 << 24)):
+    a, b = tf.random.normal([size]), tf.random.normal([size])
+    best = 0.0
+    for jit in (False, True):
+      add = tf.function(lambda x, y: x + y, jit_compile=jit)
+      for _ in range(3):
+        add(a, b).numpy()
+      for _ in range(10):
+        start = time.perf_counter()
+        add(a, b).numpy()   # a CPU tensor's numpy() shares its buffer: no copy
+        best = max(best, 3 * 4 * size / (time.perf_counter() - start))
+    result[key] = best
+  return result
+
+
+def step_min_bytes(spec):
+  """The fewest bytes a step's passes outside the matmuls must move, each reading its
+  inputs and writing its output once, nothing fused into a matmul but the scores' scale and
+  mask and (in inference) the FFN's bias + GELU; layout transposes, masks and the tiny
+  tensors are left out. Per layer: the softmax (2 passes of the [B, N, S, S] scores forward,
+  3 backward), the two bias + residual + LayerNorms (3 passes of [T, H] forward; backward
+  5: its input, the residual, the upstream gradient, the other use's gradient, the result),
+  the FFN's GELU (2 passes of [T, I] forward and 3 backward, in training), and each
+  application's gradient of the shared weights added to their float32 sum (its gradient
+  read, the sum read and written). Per step in training, the optimizer's update: Adam's
+  parameter, two slots and gradient read, three written (float32)."""
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
+  b, s = spec["batch"], spec["seq"]
+  t, h, i, n = b * s, c.hidden_size, c.intermediate_size, c.num_attention_heads
+  e = 2 if spec["dtype"] == "bfloat16" else 4
+  scores = b * n * s * s
+  if spec["mode"] != "train":
+    return c.num_hidden_layers * e * (2 * scores + 2 * 3 * t * h)
+  weights = 4 * h * h + 2 * h * i
+  layer = e * (5 * scores + 2 * 8 * t * h + 5 * t * i) + weights * (e + 8)
+  return c.num_hidden_layers * layer + 28 * (parameter_count(c) + 2 * h + 2)   # and the head
+
+
+def parameter_count(c):
+  """An AlbertEncoder's parameters from its config: embeddings (and their LayerNorm), the
+  projection to H, the blocks (kernels, biases, two LayerNorms), the pooler."""
+  h, i, e = c.hidden_size, c.intermediate_size, c.embedding_size
+  block = 4 * h * h + 2 * h * i + 9 * h + i
+  return ((c.vocab_size + c.max_position_embeddings + c.type_vocab_size + 2) * e
+          + (e + 1) * h + c.num_hidden_groups * c.inner_group_num * block + h * h + h)
+
+
 def step_gflop(spec):
   """Nominal GFLOP of a step (matmuls only, what transformers' model computes): the
   embedding projection, L x (Q, K, V, scores, context, output projection, FFN), the pooler
@@ -398,19 +457,30 @@ def uniform():
       specs = {impl: dict(common, impl=impl) for impl in impls}
       specs["peak"] = dict(common, impl="peak")
       specs["matmuls"] = dict(common, impl="matmuls")
+      specs["bandwidth"] = dict(common, impl="bandwidth")
       got = alternate(specs)
       peak = median(got["peak"], "gflops")
       gflop = step_gflop(common)
       # The bound a step meets even if all but its matmuls were free.
-      matmuls_of_peak = gflop / median(got["matmuls"], "seconds") / peak
+      matmuls_seconds = median(got["matmuls"], "seconds")
+      matmuls_of_peak = gflop / matmuls_seconds / peak
+      # ... and if besides them it only moved its fewest bytes, at the memory's or the
+      # caches' bandwidth, none of it beside a matmul (a pass beside one takes its core).
+      gb = step_min_bytes(common) / 1e9
+      bandwidth = {k: median(got["bandwidth"], k) / 1e9 for k in ("memory", "cached")}
+      bound = {k: gflop / (matmuls_seconds + gb / v) / peak for k, v in bandwidth.items()}
       row = dict(section="uniform", mode=mode, dtype=dtype, peak_gflops=peak, step_gflop=gflop,
-                 matmuls_alone_of_peak=matmuls_of_peak)
+                 matmuls_alone_of_peak=matmuls_of_peak, min_gb=gb,
+                 memory_gb_s=bandwidth["memory"], cached_gb_s=bandwidth["cached"],
+                 bound_of_peak=(bound["memory"], bound["cached"]))
       for impl in impls:
         row[impl] = median(got[impl])
         row[f"{impl}_of_peak"] = gflop * row[impl] / FLAGS.batch_size / peak
       row["ratio"] = row["albert_tf"] / row["torch"]
       text = (f"uniform {mode:5s} {dtype:8s} peak {peak:.0f} GFLOP/s, step {gflop:.0f} GFLOP "
-              f"(its matmuls alone: {matmuls_of_peak:.0%} of peak): "
+              f"(its matmuls alone: {matmuls_of_peak:.0%} of peak; and its fewest {gb:.2f} GB "
+              f"at {bandwidth['memory']:.1f}-{bandwidth['cached']:.1f} GB/s: "
+              f"{bound['memory']:.0%}-{bound['cached']:.0%}): "
               + ", ".join(f"{impl} {row[impl]:.2f} ex/s ({row[f'{impl}_of_peak']:.0%} of peak)"
                           for impl in impls)
               + f"; albert_tf / torch {row['ratio']:.2f}")
@@ -495,7 +565,7 @@ def main(_):
   if FLAGS.worker:
     spec = json.loads(FLAGS.worker)
     result = dict(albert_tf=run_albert_tf, torch=run_torch, onnx=run_onnx,
-                  peak=run_peak, matmuls=run_matmuls)[spec["impl"]](spec)
+                  peak=run_peak, matmuls=run_matmuls, bandwidth=run_bandwidth)[spec["impl"]](spec)
     print(json.dumps(result))
     return
   print(f"{cpu_description()}; each figure the median of {FLAGS.rounds} processes "

@@ -142,6 +142,22 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
                         timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
   assert json.loads(done.stdout.strip().splitlines()[-1])["seconds"] > 0
+  # The memory bandwidth, and the parameters the bound's optimizer update counts.
+  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
+                         '--worker={"impl": "bandwidth"}'], capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  bandwidth = json.loads(done.stdout.strip().splitlines()[-1])
+  assert bandwidth["memory"] > 1e9 and bandwidth["cached"] > 1e9
+  count = ("import sys; sys.path.insert(0, 'benchmarks'); sys.argv = ['x']; "
+           "import albert_tf, benchmark_peers as b; "
+           "c = albert_tf.AlbertConfig.from_preset('base'); "
+           "print(b.parameter_count(c), albert_tf.AlbertEncoder(c).count_params())")
+  done = subprocess.run([sys.executable, "-c", count], capture_output=True, text=True,
+                        timeout=600, cwd=ROOT)
+  assert done.returncode == 0, done.stderr[-3000:]
+  counted, built = done.stdout.split()[-2:]
+  assert counted == built == "11683584"
 
 
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
