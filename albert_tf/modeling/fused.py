@@ -91,10 +91,11 @@ _GROUP = 8
 
 
 def _sums_of_groups(rows):
-  """[..., C] float32 as R rows -> [ceil(R / 8), C], the sums of groups of 8 rows (zero-padded): inside a
-  kernel, what a bias, gamma or beta gradient (a column sum) is then taken from, an eighth
-  of the rows, not a [R, C] tensor written for it and read again. (XLA's CPU column sum over
-  all R rows is rewritten into reduce-windows, 3-4 times slower than `_sum_rows`.)"""
+  """[..., C] float32 as R rows -> [ceil(R / 8), C], the sums of groups of 8 rows
+  (zero-padded). Inside a kernel, what a bias, gamma or beta gradient (a column sum) is
+  then taken from: an eighth of the rows, not a [R, C] tensor written for it and read
+  again. (XLA's CPU column sum over all R rows is rewritten into reduce-windows, 3-4 times
+  slower than `_sum_rows`.)"""
   rows = tf.reshape(rows, [-1, rows.shape[-1]])                            # [R, C]
   rows = tf.pad(rows, [[0, (-tf.shape(rows)[0]) % _GROUP], [0, 0]])
   return tf.reduce_sum(tf.reshape(rows, [-1, _GROUP, rows.shape[-1]]), 1)
@@ -184,7 +185,8 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
   def add_norm(x, bias, residual, gamma, beta):
     def grad(upstream):
       out = _add_norm_backward(x, bias, keep, rate, residual, gamma, epsilon, upstream)
-      dx, dresidual = out[0], out[-4]   # the same tensor without dropout
+      dx = out[0]
+      dresidual = dx if keep is None else out[1]
       dbias, dgamma, dbeta = (_sum_rows(sums) for sums in out[-3:])
       return dx, tf.cast(dbias, bias.dtype), dresidual, dgamma, dbeta
     return _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon), grad
