@@ -201,3 +201,22 @@ def test_attention_probs_equal_the_softmax_of_masked_scores_in_value_and_gradien
     b = b.numpy()
     assert np.abs(b).max() > 0.1   # large enough to disagree
     np.testing.assert_allclose(tf.cast(a, tf.float64).numpy(), b, atol=tol * np.abs(b).max())
+
+
+def test_the_kernels_row_reductions_are_not_split_into_reduce_windows():
+  """XLA's CPU compiler splits a single reduction over more than 32 elements into a
+  reduce-window that fuses with nothing (its input written out in float32 and read
+  again); the kernels' row sums (`fused._row_sums`) are variadic reductions, which it
+  leaves whole. Checked in each kernel's optimized HLO at ALBERT-base widths."""
+  bf16 = lambda *shape: tf.cast(tf.random.normal(shape), tf.bfloat16)
+  rows, probs = bf16(16, 768), tf.nn.softmax(bf16(2, 12, 8, 128))
+  gamma, stats = tf.ones([768]), tf.ones([16, 1])
+  calls = {
+      "_add_norm_forward": (rows, bf16(768), None, 0.0, rows, gamma, gamma, 1e-12),
+      "_add_norm_backward": (rows, bf16(768), None, 0.0, rows, gamma, stats, stats, rows),
+      "_softmax_backward": (probs, probs, 0.125),
+  }
+  for name, args in calls.items():
+    hlo = getattr(fused, name).experimental_get_compiler_ir(*args)(stage="optimized_hlo")
+    assert " reduce(" in hlo or "reduce_fusion" in hlo, name     # it still reduces rows
+    assert "reduce-window" not in hlo, name
