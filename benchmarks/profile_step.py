@@ -6,9 +6,15 @@ the time of the ops TensorFlow's executor ran (the threads of the host plane).
 Shares are of the summed op time, which exceeds the wall time where ops run
 side by side (a bfloat16 ALBERT-base train step: 2.3 s of op time in 1.5 s);
 the wall time per step is printed too. XLA-compiled kernels (`albert_tf.modeling.fused`)
-appear as "XLA" and their HLO fusion names.
+appear as "XLA" and their HLO fusion names. First come the step's parts: the matmuls,
+the XLA kernels, the optimizer's update (Keras Adam's ops) and the other ops.
+
+With `--inter_op_threads=1` TensorFlow runs one op at a time: the op times are then
+each op's own, none slowed by another beside it on the two cores, and add up to about
+the wall time.
 
   python benchmarks/profile_step.py --dtype=bfloat16 --top=25
+  python benchmarks/profile_step.py --dtype=bfloat16 --inter_op_threads=1
 """
 
 import collections
@@ -40,14 +46,31 @@ flags.DEFINE_integer("steps", 3, "Profiled steps.")
 flags.DEFINE_integer("top", 25, "Op types to print.")
 flags.DEFINE_bool("recompute", False,
                   "AlbertEncoder(recompute=True): the blocks run again in the backward pass.")
+flags.DEFINE_integer("inter_op_threads", 0,
+                     "TensorFlow's inter-op threads (0: its default). 1 runs one op at a time: "
+                     "each op's time is then its own, with no op beside it sharing the cores.")
 FLAGS = flags.FLAGS
 
 
 XLA_ENCLOSING = ("call", "Execute", "ParallelFor", "ExecutorDoneCallback")
+MATMULS = {"_MklMatMul", "_MklBatchMatMulV2", "_MklFusedBatchMatMulV2", "_MklFusedMatMul",
+           "_MklNativeFusedMatMul", "MatMul", "BatchMatMulV2"}
+
+
+def part_of(key):
+  """The part of the step an op (op name, op type) belongs to; the optimizer's ops are
+  named Adam/... ."""
+  op_name, op_type = key
+  if op_name.startswith("Adam/"):
+    return "optimizer update"
+  if op_type in MATMULS:
+    return "matmuls (oneDNN)"
+  return "XLA kernels" if op_type.startswith("XLA ") else "other ops"
 
 
 def op_times(logdir):
-  """{op type: summed microseconds} of the executor's ops in the profile under `logdir`."""
+  """{(op name, op type): summed microseconds} of the executor's ops in the profile under
+  `logdir` (op name "" for XLA kernels' fusions)."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
   space = xplane_pb2.XSpace()
   with open(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0], "rb") as f:
@@ -65,16 +88,18 @@ def op_times(logdir):
         # without a ":", inside enclosing "call" / "Execute" events (left out here).
         if line.name.startswith("tf_") and ":" not in name and re.fullmatch(
             r"[\w.-]+", name) and name.split(".")[0] not in XLA_ENCLOSING:
-          totals["XLA " + re.sub(r"(\.\d+)*(\.clone)?$", "", name)] += event.duration_ps / 1e6
+          totals["", "XLA " + re.sub(r"(\.\d+)*(\.clone)?$", "", name)] += event.duration_ps / 1e6
           continue
         op_type = name.rsplit(":", 1)[-1].strip()
         if ":" not in name or "::" in name or op_type.startswith("__") or " " in op_type:
           continue
-        totals[op_type] += event.duration_ps / 1e6
+        totals[name.rsplit(":", 1)[0].strip(), op_type] += event.duration_ps / 1e6
   return totals
 
 
 def main(_):
+  if FLAGS.inter_op_threads:
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
   config = common.preset_config(FLAGS.preset)
@@ -98,7 +123,12 @@ def main(_):
   whole = sum(totals.values())
   print(f"{FLAGS.preset} {FLAGS.mode} {FLAGS.dtype} b{b} s{s}: {statistics.median(times):.3f} s "
         f"per step (profiled); op time {whole / 1e6 / FLAGS.steps:.3f} s per step")
-  for op, us in totals.most_common(FLAGS.top):
+  by = lambda group: sorted(sum((collections.Counter({group(k): us}) for k, us in totals.items()),
+                                collections.Counter()).items(), key=lambda kv: -kv[1])
+  for part, us in by(part_of):
+    print(f"  {part:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
+  print("by op type:")
+  for op, us in by(lambda key: key[1])[:FLAGS.top]:
     print(f"  {op:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
 
 

@@ -178,8 +178,9 @@ def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
 
 def test_the_step_profile_sums_op_time_by_type():
   """benchmarks/profile_step.py (the README's breakdown of a train step) reads the
-  profiler's trace: the forward, backward and update ops are there, and the shares of
-  the listed op types add up to the whole."""
+  profiler's trace: the forward, backward and update ops are there, the shares of the
+  listed op types add up to the whole, and so do those of the step's parts (matmuls,
+  XLA kernels, the optimizer's update, other ops)."""
   done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_step.py"),
                          "--preset=small", "--batch_size=2", "--seq_length=16", "--steps=1",
                          "--dtype=float32", "--top=50"],
@@ -189,3 +190,7 @@ def test_the_step_profile_sums_op_time_by_type():
   ops = [op for op, _, _ in rows]
   assert {"_MklMatMul", "_MklSoftmax", "BiasAddGrad", "AssignSubVariableOp"} <= set(ops), ops
   assert 90 <= sum(float(share) for _, _, share in rows) <= 100.5, done.stdout
+  parts = dict((p, float(share)) for p, share in re.findall(
+      r"^  ([a-zA-Z ()]+?) +[\d.]+ s +([\d.]+)%$", done.stdout, re.M) if " " in p)
+  assert {"matmuls (oneDNN)", "optimizer update", "other ops"} <= set(parts), done.stdout
+  assert 99.5 <= sum(parts.values()) <= 100.5, done.stdout
