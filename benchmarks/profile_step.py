@@ -97,6 +97,14 @@ def op_times(logdir):
   return totals
 
 
+def grouped(totals, group):
+  """[(group, summed microseconds)], largest first, of `op_times`' totals by `group(key)`."""
+  sums = collections.Counter()
+  for key, us in totals.items():
+    sums[group(key)] += us
+  return sums.most_common()
+
+
 def main(_):
   if FLAGS.inter_op_threads:
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
@@ -123,12 +131,10 @@ def main(_):
   whole = sum(totals.values())
   print(f"{FLAGS.preset} {FLAGS.mode} {FLAGS.dtype} b{b} s{s}: {statistics.median(times):.3f} s "
         f"per step (profiled); op time {whole / 1e6 / FLAGS.steps:.3f} s per step")
-  by = lambda group: sorted(sum((collections.Counter({group(k): us}) for k, us in totals.items()),
-                                collections.Counter()).items(), key=lambda kv: -kv[1])
-  for part, us in by(part_of):
+  for part, us in grouped(totals, part_of):
     print(f"  {part:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
   print("by op type:")
-  for op, us in by(lambda key: key[1])[:FLAGS.top]:
+  for op, us in grouped(totals, lambda key: key[1])[:FLAGS.top]:
     print(f"  {op:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
 
 
