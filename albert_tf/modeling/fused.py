@@ -222,10 +222,10 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
     out, mean, rstd = _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon)
 
     def grad(upstream):
-      out = _add_norm_backward(x, bias, keep, rate, residual, gamma, mean, rstd, upstream)
-      dx = out[0]
-      dresidual = dx if keep is None else out[1]
-      dbias, dgamma, dbeta = (_sum_rows(sums) for sums in out[-3:])
+      grads = _add_norm_backward(x, bias, keep, rate, residual, gamma, mean, rstd, upstream)
+      dx = grads[0]
+      dresidual = dx if keep is None else grads[1]
+      dbias, dgamma, dbeta = (_sum_rows(sums) for sums in grads[-3:])
       return dx, tf.cast(dbias, bias.dtype), dresidual, dgamma, dbeta
     return out, grad
 
