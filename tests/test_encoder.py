@@ -467,7 +467,7 @@ def _fused_kernel_names(names):
 def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
   """In a mixed_bfloat16 training step the FFN's bias + GELU and each projection's bias +
   residual + LayerNorm are `albert_tf.modeling.fused` XLA kernels both ways (in inference
-  only the LayerNorm's: oneDNN fuses matmul + bias + GELU); the step's gradients are
+  their forwards); the step's gradients are
   float32's to bfloat16 precision, also under MirroredStrategy (two CPU replicas,
   gradients summed), and so are they with the reference ops instead."""
   inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
@@ -494,7 +494,7 @@ def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
   infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
   names = _function_names(infer)
   assert not _fused_gelu_names(names)
-  assert _fused_kernel_names(names) == {"_add_norm_forward"}, names
+  assert _fused_kernel_names(names) == {"_add_norm_forward", "_bias_gelu_forward"}, names
 
 
 @pytest.mark.parametrize("recompute", [False, True])

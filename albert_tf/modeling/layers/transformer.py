@@ -279,9 +279,10 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
   def _project_and_feed_forward_fused(self, context, x, w, keeps, training=False, ffn=None):
     """`_project_and_feed_forward` with `albert_tf.modeling.fused` kernels: each
     projection's bias, dropout, residual and LayerNorm in one (after a plain matmul,
-    which oneDNN runs faster than one with a bias epilogue), and in training the FFN's
-    bias + GELU (in inference oneDNN's matmul + bias + GELU is faster). `ffn` is the
-    FFN output projection's product without its bias."""
+    which oneDNN runs faster than one with a bias epilogue), and the FFN's bias + GELU
+    (oneDNN's matmul + bias + GELU is an inner product, slower than its plain matmul and
+    the XLA kernel after it). `ffn` is the FFN output projection's product without its
+    bias."""
     norms = (self.attention_layer_norm, self.output_layer_norm)
     gamma, beta = [[tf.convert_to_tensor(getattr(n, a), tf.float32) for n in norms]
                    for a in ("gamma", "beta")]
@@ -290,7 +291,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
     attention = fused.bias_dropout_add_norm(
         attention, w["attention_bias"], x, gamma[0], beta[0], norms[0].epsilon, keeps[0], rate)
     inner = tf.matmul(attention, w["intermediate_kernel"])                   # [R, I]
-    if training and self._activation is activations.gelu:
+    if self._activation is activations.gelu:
       inner = fused.bias_gelu(inner, w["intermediate_bias"])
     else:
       inner = self._activation(tf.nn.bias_add(inner, w["intermediate_bias"]))
