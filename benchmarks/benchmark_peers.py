@@ -373,25 +373,29 @@ def run_bandwidth(spec):
 def step_min_bytes(spec):
   """The fewest bytes a step's passes outside the matmuls must move, each reading its
   inputs and writing its output once, nothing fused into a matmul but the scores' scale and
-  mask and (in inference) the FFN's bias + GELU; layout transposes, masks and the tiny
-  tensors are left out. Per layer: the softmax (2 passes of the [B, N, S, S] scores forward,
-  3 backward), the two bias + residual + LayerNorms (3 passes of [T, H] forward; backward
-  5: its input, the residual, the upstream gradient, the other use's gradient, the result),
-  the FFN's GELU (2 passes of [T, I] forward and 3 backward, in training), and each
-  application's gradient of the shared weights added to their float32 sum (its gradient
-  read, the sum read and written). Per step in training, the optimizer's update: Adam's
-  parameter, two slots and gradient read, three written (float32)."""
+  mask; layout transposes, masks and the tiny tensors are left out. Per layer: the softmax
+  (2 passes of the [B, N, S, S] scores forward, 3 backward), the two bias + residual +
+  LayerNorms (3 passes of [T, H] forward; backward 5: its input, the residual, the upstream
+  gradient, the other use's gradient, the result), the FFN's bias + GELU (2 passes of
+  [T, I] forward, none in float32 inference, whose matmul takes them; 3 backward), and in
+  training each application's gradient of the shared weights added to their float32 sum
+  (its gradient read; the sum read and written once per `applications_per_sum`
+  applications). Per step in training, the optimizer's update: Adam's parameter, two
+  slots and gradient read, three written (float32)."""
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.modeling.encoder import applications_per_sum  # pylint: disable=g-import-not-at-top
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
   b, s = spec["batch"], spec["seq"]
   t, h, i, n = b * s, c.hidden_size, c.intermediate_size, c.num_attention_heads
   e = 2 if spec["dtype"] == "bfloat16" else 4
   scores = b * n * s * s
   if spec["mode"] != "train":
-    return c.num_hidden_layers * e * (2 * scores + 2 * 3 * t * h)
+    gelu = 2 * t * i if e == 2 else 0
+    return c.num_hidden_layers * e * (2 * scores + 2 * 3 * t * h + gelu)
   weights = 4 * h * h + 2 * h * i
-  layer = e * (5 * scores + 2 * 8 * t * h + 5 * t * i) + weights * (e + 8)
+  per_sum = applications_per_sum(c) if e == 2 else 1
+  layer = e * (5 * scores + 2 * 8 * t * h + 5 * t * i) + weights * (e + 8 / per_sum)
   return c.num_hidden_layers * layer + 28 * (parameter_count(c) + 2 * h + 2)   # and the head
 
 

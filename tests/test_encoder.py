@@ -9,6 +9,7 @@ import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling import activations, fused, heads, layers, recompute
+from albert_tf.modeling import encoder as encoder_module
 from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
 
 
@@ -497,22 +498,24 @@ def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
   assert _fused_kernel_names(names) == {"_add_norm_forward", "_bias_gelu_forward"}, names
 
 
-@pytest.mark.parametrize("recompute", [False, True])
-def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, recompute):
+@pytest.mark.parametrize("recompute,per_sum", [(False, 1), (False, 4), (True, 4), (False, 6)])
+def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, recompute, per_sum):
   """Under mixed_bfloat16 each application of a shared block has its own bfloat16
   gradient; the variable's gradient is their sum taken in float32 (as a float64 sum of
   the recorded per-application gradients gives it), not rounded to bfloat16 at each of
-  the L - 1 additions."""
+  the L - 1 additions, `per_sum` applications' gradients added at a time."""
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   cfg = dict(TINY, num_hidden_layers=6, intermediate_size=64)
-  recorded = []
+  recorded, calls = [], []
   accumulate = fused.accumulate
 
-  def recording(total, gradient):
-    recorded.append(gradient)
-    return accumulate(total, gradient)
+  def recording(total, *gradients):
+    recorded.extend(gradients)
+    calls.append((total is None, len(gradients), gradients[0].shape))
+    return accumulate(total, *gradients)
 
   monkeypatch.setattr(fused, "accumulate", recording)
+  monkeypatch.setattr(encoder_module, "applications_per_sum", lambda config: per_sum)
   model = AlbertEncoder(cfg, recompute=recompute)
   inputs = encoder_inputs(random_inputs(cfg))
   model(inputs)
@@ -525,6 +528,10 @@ def test_bfloat16_training_sums_the_shared_gradients_in_float32(monkeypatch, rec
   assert got.dtype == tf.float32
   applications = [u for u in recorded if u.shape == (32, 64)]
   assert len(applications) == 6 and applications[0].dtype == tf.bfloat16
+  # One call per `per_sum` applications, the last ones' first (they start the sum).
+  chunks = [min(per_sum, 6 - j) for j in range(0, 6, per_sum)]
+  assert [(first, n) for first, n, shape in calls if shape == (32, 64)] == [
+      (i == 0, n) for i, n in enumerate(chunks[::-1])]
   exact = np.sum([u.numpy().astype(np.float64) for u in applications], 0)
   scale = np.abs(exact).max()
   error = np.abs(got.numpy() - exact).max() / scale

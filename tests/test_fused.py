@@ -155,6 +155,11 @@ def test_accumulate_adds_in_float32():
   first = fused.accumulate(None, gradient)
   assert first.dtype == tf.float32
   np.testing.assert_array_equal(first.numpy(), tf.cast(gradient, tf.float32).numpy())
+  other = tf.constant(rng.normal(size=(64, 48)), tf.bfloat16)   # several at once, in order
+  np.testing.assert_array_equal(fused.accumulate(total, gradient, other).numpy(),
+                                want + tf.cast(other, tf.float32).numpy())
+  np.testing.assert_array_equal(fused.accumulate(None, gradient, other).numpy(),
+                                (tf.cast(gradient, tf.float32) + tf.cast(other, tf.float32)).numpy())
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])

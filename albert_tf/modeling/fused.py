@@ -311,22 +311,25 @@ def attention_probs(q, k, attention_bias, scale):
 # --- the float32 sum of a shared weight's gradients ------------------------------------
 
 @tf.function(jit_compile=True)
-def _accumulate(total, gradient):
-  return total + _float32(gradient)
+def _accumulate(total, *gradients):
+  for gradient in gradients:
+    total = total + _float32(gradient)
+  return total
 
 
 @tf.function(jit_compile=True)
-def _to_float32(gradient):
-  return _float32(gradient)
+def _to_float32(*gradients):
+  return _accumulate.python_function(_float32(gradients[0]), *gradients[1:])
 
 
-def accumulate(total, gradient):
-  """`total + float32(gradient)` in one pass (`total` None: the first term). The running
-  float32 sum of a shared weight's 16-bit gradients, one per application: as separate
-  Cast and AddN ops, three passes over a weight-sized tensor per application."""
+def accumulate(total, *gradients):
+  """`total + float32(gradient) + ...` in one pass (`total` None: the first gradient). The
+  running float32 sum of a shared weight's 16-bit gradients, one per application: as
+  separate Cast and AddN ops, three passes over a weight-sized tensor per gradient; with
+  k gradients in one call, 2k + 8 bytes per element instead of 10k."""
   if total is None:
-    return _to_float32(gradient)
-  return _accumulate(total, gradient)
+    return _to_float32(*gradients)
+  return _accumulate(total, *gradients)
 
 
 _enabled = [True]
