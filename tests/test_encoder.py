@@ -468,9 +468,9 @@ def _fused_kernel_names(names):
 def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
   """In a mixed_bfloat16 training step the FFN's bias + GELU and each projection's bias +
   residual + LayerNorm are `albert_tf.modeling.fused` XLA kernels both ways (in inference
-  their forwards); the step's gradients are
-  float32's to bfloat16 precision, also under MirroredStrategy (two CPU replicas,
-  gradients summed), and so are they with the reference ops instead."""
+  their forwards); the step's gradients are float32's to bfloat16 precision, also under
+  MirroredStrategy (two CPU replicas, gradients summed), and so are they with the
+  reference ops instead."""
   inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
   want, _ = _fused_gelu_gradients("float32")
   got, names16 = _fused_gelu_gradients("mixed_bfloat16")

@@ -158,8 +158,8 @@ def test_accumulate_adds_in_float32():
   other = tf.constant(rng.normal(size=(64, 48)), tf.bfloat16)   # several at once, in order
   np.testing.assert_array_equal(fused.accumulate(total, gradient, other).numpy(),
                                 want + tf.cast(other, tf.float32).numpy())
-  np.testing.assert_array_equal(fused.accumulate(None, gradient, other).numpy(),
-                                (tf.cast(gradient, tf.float32) + tf.cast(other, tf.float32)).numpy())
+  both = tf.cast(gradient, tf.float32) + tf.cast(other, tf.float32)
+  np.testing.assert_array_equal(fused.accumulate(None, gradient, other).numpy(), both.numpy())
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])

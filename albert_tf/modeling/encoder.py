@@ -185,18 +185,19 @@ class AlbertEncoder(keras.Model):
     for layer_index in range(num_layers):
       group_index = groups[layer_index]
       used = weights[group_index]
-      if masters is not None and layer_index not in values:
-        # The next applications of this group (up to `per_sum`) take their values at once
-        # and pass the masters on.
-        layers = [j for j in range(layer_index, num_layers) if groups[j] == group_index]
-        uses, final = min(per_sum, len(layers)), per_sum >= len(layers)
-        outs = [{k: use_in_compute_dtype(v, m[k], uses, final) for k, v in w.items()
-                 if k not in DERIVED_WEIGHTS} for w, m in zip(used, masters[group_index])]
-        for n, j in enumerate(layers[:uses]):
-          values[j] = [dict(w, **{k: out[n] for k, out in o.items()}) for w, o in zip(used, outs)]
-        if not final:
-          masters[group_index] = [{k: out[-1] for k, out in o.items()} for o in outs]
       if masters is not None:
+        if layer_index not in values:
+          # The next applications of this group (up to `per_sum`) take their values at
+          # once and pass the masters on.
+          layers = [j for j in range(layer_index, num_layers) if groups[j] == group_index]
+          uses, final = min(per_sum, len(layers)), per_sum >= len(layers)
+          outs = [{k: use_in_compute_dtype(v, m[k], uses, final) for k, v in w.items()
+                   if k not in DERIVED_WEIGHTS} for w, m in zip(used, masters[group_index])]
+          for n, j in enumerate(layers[:uses]):
+            values[j] = [dict(w, **{k: out[n] for k, out in o.items()})
+                         for w, o in zip(used, outs)]
+          if not final:
+            masters[group_index] = [{k: out[-1] for k, out in o.items()} for o in outs]
         used = values.pop(layer_index)
       group = list(zip(self.groups[group_index], used))
       for inner_index, (block, block_weights) in enumerate(group):

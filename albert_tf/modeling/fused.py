@@ -313,22 +313,15 @@ def attention_probs(q, k, attention_bias, scale):
 @tf.function(jit_compile=True)
 def _accumulate(total, *gradients):
   for gradient in gradients:
-    total = total + _float32(gradient)
+    total = _float32(gradient) if total is None else total + _float32(gradient)
   return total
 
 
-@tf.function(jit_compile=True)
-def _to_float32(*gradients):
-  return _accumulate.python_function(_float32(gradients[0]), *gradients[1:])
-
-
 def accumulate(total, *gradients):
-  """`total + float32(gradient) + ...` in one pass (`total` None: the first gradient). The
-  running float32 sum of a shared weight's 16-bit gradients, one per application: as
+  """`total + float32(gradient) + ...` in one pass (`total` None: from the first gradient).
+  The running float32 sum of a shared weight's 16-bit gradients, one per application: as
   separate Cast and AddN ops, three passes over a weight-sized tensor per gradient; with
   k gradients in one call, 2k + 8 bytes per element instead of 10k."""
-  if total is None:
-    return _to_float32(*gradients)
   return _accumulate(total, *gradients)
 
 
