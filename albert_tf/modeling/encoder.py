@@ -41,20 +41,21 @@ def sum_gradients_in_order(weight: tf.Tensor) -> tf.Tensor:
 
 
 def use_in_compute_dtype(compute_value: tf.Tensor, master: tf.Tensor, uses: int = 1,
-                         last: bool = False):
+                         final: bool = False):
   """`uses` consecutive applications of a shared weight: `uses` copies of the compute-dtype
-  value (the cast of the float32 `master`, made once per call) and, unless `last`, the
-  master for the next applications. Backward, the master's gradient is the next
-  applications' (the running sum) plus these `uses` gradients in float32, in one pass
-  (`fused.accumulate`): the L applications' 16-bit gradients are summed in float32, with
-  at most the sum and `uses` applications' gradients alive."""
+  value (the cast of the float32 `master`, made once per call) and, unless `final` (no
+  application of it follows), the master for the next applications. Backward, the
+  master's gradient is the next applications' (the running sum) plus these `uses`
+  gradients in float32, in one pass (`fused.accumulate`): the L applications' 16-bit
+  gradients are summed in float32, with at most the sum and `uses` applications'
+  gradients alive."""
   @tf.custom_gradient
   def use(compute_value, master):
     values = tuple(tf.identity(compute_value) for _ in range(uses))
     def grad(*upstream):
-      gradients, running_sum = (upstream, None) if last else (upstream[:-1], upstream[-1])
+      gradients, running_sum = (upstream, None) if final else (upstream[:-1], upstream[-1])
       return None, fused.accumulate(running_sum, *gradients)
-    return (values if last else values + (tf.identity(master),)), grad
+    return (values if final else values + (tf.identity(master),)), grad
   return use(compute_value, master)
 
 
