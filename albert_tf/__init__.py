@@ -2,7 +2,8 @@
 
 The folders say what a module may import: `modeling/`, `text/` and `training/`
 stand alone (but for the `files` and `cli` helpers), `data/` builds on `text/`,
-`hub/` on `modeling/` and `text/`, and `tasks/` puts them together for the
+`formats/` (every model layout, one module each) on `modeling/` and `text/`, `hub/` on
+`formats/`, and `tasks/` puts them together for the
 entry scripts.
 """
 
@@ -12,9 +13,9 @@ from albert_tf.modeling.heads import (AlbertClassificationHead, AlbertMaskedLMHe
                                       AlbertSentenceOrderHead, AlbertSpanHead, AlbertSpanV2Head)
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertQuestionAnswerer)
-from albert_tf.modeling.checkpoints import (LoadReport, load_checkpoint,
-                                            load_original_checkpoint, save_original_checkpoint)
-from albert_tf.modeling.huggingface import build_hf_model, load_hf_weights, save_hf_model
+from albert_tf.modeling.checkpoints import LoadReport
+from albert_tf.formats import load_checkpoint, load_original_checkpoint, save_original_checkpoint
+from albert_tf.formats.huggingface import build_hf_model, load_hf_weights, save_hf_model
 from albert_tf import packing
 
 __version__ = "0.1.0"

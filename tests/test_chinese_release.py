@@ -17,8 +17,8 @@ import tensorflow_hub as hub
 
 import original_albert
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf.hub import loading
-from albert_tf.modeling.checkpoints import load_original_checkpoint
+from albert_tf.formats import tf_hub as loading
+from albert_tf.formats import load_original_checkpoint
 from albert_tf.tasks import base
 from albert_tf.text.tokenization import FullTokenizer
 from common import encoder_inputs, write_wordpiece_vocab

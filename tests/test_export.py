@@ -14,7 +14,8 @@ import tensorflow_hub as hub
 import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertPretrainer, load_original_checkpoint, packing
-from albert_tf.hub import export, loading
+from albert_tf.formats import tf_hub as loading
+from albert_tf.hub import export
 from albert_tf.text.tokenization import FullTokenizer
 import original_albert
 from common import BYTES, CORPUS, GROUPED, TINY, encoder_inputs, random_inputs

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf.modeling import huggingface
+from albert_tf.formats import huggingface
 from albert_tf.tasks import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
 import original_albert

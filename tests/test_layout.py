@@ -21,7 +21,8 @@ ALLOWED = {
     "text": {"files", "cli"},
     "data": {"text", "files", "cli", "progress"},
     "training": {"modeling", "files", "progress"},
-    "hub": {"modeling", "text", "cli", "files"},
+    "formats": {"modeling", "text", "files"},
+    "hub": {"formats", "modeling", "text", "cli", "files"},
     "files.py": set(),
     "cli.py": set(),
     "progress.py": set(),
@@ -96,6 +97,33 @@ def test_each_layer_imports_only_what_it_may(part):
     used = {p.removesuffix(".py") for p in _imported_parts(path)} - {own}
     allowed = {a.removesuffix(".py") for a in ALLOWED[part]}
     assert used <= allowed, f"{path.relative_to(ROOT)} imports albert_tf.{used - allowed}"
+
+
+def test_no_layout_module_imports_another():
+  """One module per model layout: each maps its own names onto the original ones, and only
+  the dispatcher (formats/__init__.py) knows them all."""
+  layouts = {"tf1", "huggingface", "tf_hub", "keras_hub", "native"}
+  for name in sorted(layouts):
+    tree = ast.parse((PACKAGE / "formats" / f"{name}.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+      if isinstance(node, ast.ImportFrom) and node.module:
+        imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+      elif isinstance(node, ast.Import):
+        imported |= {a.name for a in node.names}
+    others = {f"albert_tf.formats.{o}" for o in layouts - {name}}
+    assert not imported & others, f"formats/{name}.py imports {imported & others}"
+    assert "albert_tf.formats" not in imported, f"formats/{name}.py imports the dispatcher"
+
+
+def test_only_keras_hub_and_keras3_modules_import_keras_3():
+  for path in sorted(PACKAGE.rglob("*.py")):
+    if "keras_hub" in path.name or "keras3" in path.name:
+      continue
+    for node in ast.walk(ast.parse(path.read_text())):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+               [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+      assert not [n for n in names if n.split(".")[0] in ("keras", "keras_hub")], path
 
 
 def test_original_module_paths_are_the_text_modules():

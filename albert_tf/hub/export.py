@@ -36,11 +36,10 @@ import tf_keras as keras
 
 from albert_tf.cli import Checked, Original, option
 from albert_tf.files import process_alive, writing
-from albert_tf.modeling.checkpoints import load_checkpoint
-from albert_tf.modeling.config import AlbertConfig
-from albert_tf.hub.directories import read_model_directory, released_vocabulary
+from albert_tf import formats
+from albert_tf.formats.tf_hub import exported_variables, functional_models
 from albert_tf.hub.loading import EXPORT_RECORD
-from albert_tf.modeling import huggingface
+from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import INPUT_KEYS
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import AlbertPretrainer
@@ -48,57 +47,6 @@ from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
 from albert_tf.text.tokenization import FullTokenizer
 
 # ----------------------------------------------------------------------------- encoder
-
-def _inputs(with_positions: bool = False) -> Dict[str, keras.Input]:
-  keys = INPUT_KEYS + (("masked_lm_positions",) if with_positions else ())
-  return {k: keras.Input(shape=(None,), dtype=tf.int32, name=k) for k in keys}
-
-
-def _with_default(outputs):
-  outputs = dict(outputs)
-  outputs["default"] = outputs["pooled_output"]
-  return outputs
-
-
-def _functional_models(pretrainer: AlbertPretrainer):
-  """(encoder, masked-LM, sentence-order) functional Keras models over the pretrainer."""
-  encoder = pretrainer.encoder
-  inputs = _inputs()
-  core = keras.Model(inputs, _with_default(encoder(inputs)), name="albert_encoder")
-  mlm_inputs = _inputs(with_positions=True)
-  mlm = keras.Model(mlm_inputs, _with_default(pretrainer(mlm_inputs)), name="albert_mlm")
-  sop_inputs = _inputs()
-  sop_outputs = dict(encoder(sop_inputs))
-  sop_outputs["sop_logits"] = pretrainer.sentence_order(sop_outputs["pooled_output"])
-  sop = keras.Model(sop_inputs, _with_default(sop_outputs), name="albert_sop")
-  return core, mlm, sop
-
-
-def _exported_variables(core, mlm, sop):
-  """The export's `variables` (the encoder's) and `head_variables`, in their saved order."""
-  encoder_ids = {id(v) for v in core.variables}
-  return list(core.variables), [v for v in mlm.variables + sop.variables
-                                if id(v) not in encoder_ids]
-
-
-def exported_encoder_variables(pretrainer: AlbertPretrainer):
-  """The pretrainer's encoder variables in the order an export of it saves them (the order
-  of `hub.KerasLayer(export).variables`)."""
-  return _exported_variables(*_functional_models(pretrainer))[0]
-
-
-def load_encoder_export(pretrainer: AlbertPretrainer, export_path: str) -> None:
-  """Reads the weights of an encoder SavedModel written by `export_encoder` into a
-  pretrainer of the same config (every variable must match, in shape too)."""
-  variables, head_variables = _exported_variables(*_functional_models(pretrainer))
-  prefix = os.path.join(export_path, "variables", "variables")
-  status = tf.train.Checkpoint(variables=variables, head_variables=head_variables).read(prefix)
-  try:
-    status.assert_existing_objects_matched()
-  except AssertionError as e:
-    raise ValueError(f"{export_path} is not an encoder export of this model: {e}") from None
-  status.expect_partial()
-
 
 def build_hub_model(pretrainer: AlbertPretrainer):
   """The root object saved as the encoder SavedModel (a reusable SavedModel).
@@ -112,7 +60,7 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   itself: that would trace every layer's call again for Keras metadata no TF-Hub
   caller reads, most of an export's time (a tiny model: 12 s -> 7 s).
   """
-  core, mlm, sop = _functional_models(pretrainer)
+  core, mlm, sop = functional_models(pretrainer)
 
   def traced(model, keys, dtypes=(tf.int32,)):
     """`model` as a tf.function traced for each id dtype, training and not; float
@@ -140,7 +88,7 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   root.__call__ = traced(core, INPUT_KEYS, (tf.int32, tf.int64))
   root.mlm = traced(mlm, INPUT_KEYS + ("masked_lm_positions",))
   root.sop = traced(sop, INPUT_KEYS)
-  root.variables, root.head_variables = _exported_variables(core, mlm, sop)
+  root.variables, root.head_variables = exported_variables(core, mlm, sop)
   root.trainable_variables = list(core.trainable_variables)
   root.random_generators = random_generators(pretrainer)  # the dropout masks' state
   root.regularization_losses = []
@@ -461,22 +409,23 @@ def export_from_sources(export_path: Optional[str] = None,
   if not (export_path or export_preprocessing_path):
     raise ValueError("nothing to do: pass --export_path and/or --export_preprocessing_path")
   config = None
+  albert_directory = formats.resolve(albert_directory, "--albert_directory")
+  init_checkpoint = formats.resolve(init_checkpoint, "--init_checkpoint")
   if albert_directory:
     if not os.path.isdir(albert_directory):
       raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
-    if huggingface.is_hf_directory(albert_directory):
-      found = read_model_directory(albert_directory)
+    found = formats.read_model_directory(albert_directory, checkpoint_name=checkpoint_name)
+    if found.layout == formats.tf1.NAME:
+      albert_config_file = albert_config_file or os.path.join(albert_directory,
+                                                              formats.RELEASED_CONFIG)
+      if not (spm_model_file or vocab_file):
+        spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
+    else:
       config = None if albert_config_file else found.config
       if not (spm_model_file or vocab_file) and not found.vocabulary_error:
         spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
         do_lower_case = found.do_lower_case
-      init_checkpoint = init_checkpoint or albert_directory
-    else:
-      albert_config_file = albert_config_file or os.path.join(albert_directory,
-                                                              "albert_config.json")
-      if not (spm_model_file or vocab_file):
-        spm_model_file, vocab_file = released_vocabulary(albert_directory)
-      init_checkpoint = init_checkpoint or os.path.join(albert_directory, checkpoint_name)
+    init_checkpoint = init_checkpoint or found.checkpoint
   for flag, path in (("export_path", export_path),
                      ("export_preprocessing_path", export_preprocessing_path)):
     if path:
@@ -523,7 +472,7 @@ def export_from_sources(export_path: Optional[str] = None,
         logging.warning("--init_checkpoint=none: exporting freshly initialized weights")
       else:
         try:
-          report = load_checkpoint(model, init_checkpoint)
+          report = formats.load_checkpoint(model, init_checkpoint)
         except tf.errors.OpError as e:
           raise ValueError(f"cannot read checkpoint {init_checkpoint}: {e.message}") from None
         logging.info("Restored %d variables from %s", len(report.loaded), report.path)
@@ -548,10 +497,10 @@ ORIGINAL_FLAGS = {
 class ExportOptions(Checked):
   """hub_export/export.py's flags."""
   albert_directory: Optional[str] = option(
-      None, "A released model directory (albert_config.json, 30k-clean.model or "
-      "vocab_chinese.txt, and the checkpoint named by --checkpoint_name) or a Hugging Face "
-      "one (config.json, model.safetensors, spiece.model or vocab.txt). Explicit file flags "
-      "take precedence.")
+      None, "A model directory: a released one (albert_config.json, 30k-clean.model or "
+      "vocab_chinese.txt, and the checkpoint named by --checkpoint_name), a Hugging Face one "
+      "(config.json, model.safetensors, spiece.model or vocab.txt) or its repo id, a KerasHub "
+      "preset, or a TF-Hub encoder SavedModel or handle. Explicit file flags take precedence.")
   checkpoint_name: str = option("model.ckpt-best", "Checkpoint prefix in --albert_directory.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
   init_checkpoint: Optional[str] = option(

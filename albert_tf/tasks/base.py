@@ -19,11 +19,11 @@ import tensorflow as tf
 from albert_tf.cli import Checked, option
 from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlock_directory,
                              write_json)
-from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.hub.directories import ModelDirectory, read_model_directory
-from albert_tf.hub.loading import FROM_TF_HUB, config_from_hub, load_saved_model, vocabulary_from_hub
+from albert_tf.formats import ModelDirectory, load_checkpoint, read_model_directory, resolve
+from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
+                                      vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
 from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, check_accumulation,
@@ -66,15 +66,18 @@ class ModelOptions(Checked):
   """Where the model and its vocabulary come from (the original flags, and a directory)."""
   albert_directory: Optional[str] = option(
       None, "A model directory holding the config, weights and vocabulary: a released one "
-      "(albert_config.json, model.ckpt-best, 30k-clean.model or vocab_chinese.txt) or a "
-      "Hugging Face one as downloaded (config.json, model.safetensors, spiece.model or "
-      "vocab.txt). Explicit --albert_config_file, --init_checkpoint, --spm_model_file or "
+      "(albert_config.json, model.ckpt-best, 30k-clean.model or vocab_chinese.txt), a "
+      "Hugging Face one (config.json, model.safetensors, spiece.model or vocab.txt) or its "
+      "repo id (org/name[@revision], through huggingface_hub), a KerasHub preset, or a TF-Hub "
+      "SavedModel. Explicit --albert_config_file, --init_checkpoint, --spm_model_file or "
       "--vocab_file take precedence.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
   init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint, or "
                                           "Hugging Face directory, to start from.")
   albert_hub_module_handle: Optional[str] = option(
-      None, "An encoder SavedModel written by hub_export/export.py.")
+      None, "An encoder SavedModel: one written by hub_export/export.py, or an official "
+      "TF2 TF-Hub ALBERT module (tensorflow/albert_en_base/3 ...); a directory or a handle "
+      "tensorflow_hub resolves (https://tfhub.dev/..., a Kaggle Models URL, gs://...).")
   spm_model_file: Optional[str] = option(None, "SentencePiece model (30k-clean.model), or "
                                          "from_tf_hub.")
   vocab_file: Optional[str] = option(None, "WordPiece vocabulary (the Chinese releases' "
@@ -164,17 +167,24 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   loads and its size equals the model's vocab_size, and max_seq_length fits
   max_position_embeddings.
   """
-  hub_handle = opts.albert_hub_module_handle
-  directory = getattr(opts, "albert_directory", None)
+  hub_handle = resolve(opts.albert_hub_module_handle, "--albert_hub_module_handle")
+  directory = resolve(getattr(opts, "albert_directory", None), "--albert_directory")
   if directory and hub_handle:
     raise ValueError("pass one of --albert_directory and --albert_hub_module_handle, not both")
   found = read_model_directory(directory) if directory else None
+  hub_module = None
   if hub_handle:
     if not os.path.isdir(hub_handle):
-      raise FileNotFoundError(f"--albert_hub_module_handle={hub_handle} is not a "
-                              "directory (a SavedModel written by hub_export/export.py)")
-    hub_module = load_saved_model(hub_handle)  # read once for config and vocabulary
-    config = config_from_hub(hub_module)
+      raise FileNotFoundError(f"--albert_hub_module_handle={opts.albert_hub_module_handle} is "
+                              "not a directory (an encoder SavedModel) nor a handle "
+                              "tensorflow_hub resolves")
+    hub_module = load_saved_model(hub_handle)  # read once for config, vocabulary, weights
+    module = read_model_directory(hub_handle, "--albert_hub_module_handle")
+    config = module.config
+    if not is_albert_tf_export(hub_module):
+      # A tf-models module (Google's TF2 ALBERTs): its weights are read by name into
+      # albert_tf's own encoder, as from a model directory.
+      found, hub_handle = module, None
     if opts.albert_config_file:
       logging.warning("--albert_config_file is ignored: the config comes from the SavedModel")
   elif opts.albert_config_file:
@@ -182,14 +192,15 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
   elif found:
     config = found.config
   else:
-    raise ValueError("pass --albert_directory (a released or Hugging Face model directory), "
-                     "--albert_config_file (with --init_checkpoint) or "
+    raise ValueError("pass --albert_directory (a released, Hugging Face, KerasHub or TF-Hub "
+                     "model directory), --albert_config_file (with --init_checkpoint) or "
                      "--albert_hub_module_handle")
-  init = opts.init_checkpoint or (found.checkpoint if found else None)
+  init = resolve(opts.init_checkpoint, "--init_checkpoint") or (found.checkpoint if found
+                                                                 else None)
   if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")
-  tokenizer = _tokenizer(opts, hub_handle, hub_module if hub_handle else None, found)
+  tokenizer = _tokenizer(opts, opts.albert_hub_module_handle, hub_module, found)
   if tokenizer.vocab_size != config.vocab_size:
     flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
     unit = "pieces" if tokenizer.spm_model_file else "entries"

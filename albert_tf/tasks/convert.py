@@ -28,12 +28,10 @@ import tensorflow as tf
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_directory, reading_checkpoint
-from albert_tf.hub.directories import RELEASED_CONFIG, RELEASED_CHECKPOINT, read_model_directory
-from albert_tf.hub.export import exported_encoder_variables, load_encoder_export
-from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
-from albert_tf.modeling import huggingface
-from albert_tf.modeling.checkpoints import (load_checkpoint, resolve_checkpoint_path,
-                                            save_original_checkpoint)
+from albert_tf import formats
+from albert_tf.formats import huggingface, keras_hub
+from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
+from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
@@ -42,7 +40,7 @@ from albert_tf.text.huggingface import save_hf_tokenizer
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.trainer import BEST_PREFIX
 
-FORMATS = ("hf", "tf1")
+FORMATS = ("hf", "tf1", "keras_hub")
 RUN_CONFIG = "run_config.json"
 
 
@@ -58,6 +56,7 @@ class Source:
   classifier_dropout_prob: float = 0.1
   task: Optional[glue.GlueTask] = None       # a run_classifier.py run's GLUE task
   max_seq_length: Optional[int] = None       # a fine-tuning run's sequence length
+  fresh: List[str] = dataclasses.field(default_factory=list)   # heads the input did not hold
 
   @property
   def config(self) -> AlbertConfig:
@@ -72,21 +71,6 @@ def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> Optiona
     raise FileNotFoundError(f"the vocabulary of {where}, {path}, is missing")
   return FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                        do_lower_case=True if do_lower_case is None else do_lower_case)
-
-
-def _released_model(config: AlbertConfig, prefix: str):
-  """The model whose heads a released TF1 checkpoint holds."""
-  shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-  names = {n[len("module/"):] if n.startswith("module/") else n: s for n, s in shapes.items()}
-  if "output_weights" in names:
-    return AlbertClassifier(config, int(names["output_weights"][0]))
-  if "cls/squad/output_weights" in names:
-    return AlbertQuestionAnswerer(config)
-  if "start_logits/dense/kernel" in names:
-    return AlbertQuestionAnswerer(config, version_2_with_negative=True)
-  if any(n.startswith("cls/predictions/") for n in names):
-    return AlbertPretrainer(config)
-  return AlbertEncoder(config)
 
 
 def _native(hub_model, native_model):
@@ -163,39 +147,50 @@ def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
                 record.get("max_seq_length"))
 
 
+def _model_for(found) -> object:
+  """The albert_tf model that holds the heads a directory holds."""
+  heads, config = found.heads, found.config
+  if "classifier" in heads:
+    return AlbertClassifier(config, found.num_labels or 2)
+  if "squad_v2" in heads:
+    return AlbertQuestionAnswerer(config, version_2_with_negative=True)
+  if "squad" in heads:
+    return AlbertQuestionAnswerer(config)
+  if "mlm" in heads or "sop" in heads:
+    return AlbertPretrainer(config)
+  return AlbertEncoder(config)
+
+
 def read_source(path: str, spm_model_file: Optional[str] = None,
                 vocab_file: Optional[str] = None, do_lower_case: bool = True,
                 checkpoint_name: str = RELEASED_CHECKPOINT) -> Source:
-  """Reads a model in any of the layouts above; `spm_model_file` / `vocab_file` give or
-  replace its vocabulary. Errors name the directory and the file."""
+  """Reads a model in any of the layouts above (a name is resolved first: a hub handle or
+  a Hugging Face repo id); `spm_model_file` / `vocab_file` give or replace its
+  vocabulary. Errors name the directory and the file."""
+  path = formats.resolve(path, "--input")
   if not os.path.isdir(path):
     raise FileNotFoundError(f"--input={path} is not a directory")
   if os.path.exists(os.path.join(path, RUN_CONFIG)):
     return _read_run(path, spm_model_file, vocab_file)
-  if os.path.exists(os.path.join(path, "saved_model.pb")):
-    loaded = load_saved_model(path)
-    config = config_from_hub(loaded)
-    model = AlbertPretrainer(config)
-    load_encoder_export(model, path)
-    if not (spm_model_file or vocab_file) and (hasattr(loaded, "sp_model_file")
-                                               or hasattr(loaded, "vocab_file")):
-      spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(loaded, path)
-    return Source(path, "TF-Hub encoder SavedModel", model,
-                  _tokenizer(spm_model_file, vocab_file, do_lower_case, path))
-  found = read_model_directory(path, flag="--input", checkpoint_name=checkpoint_name)
+  found = formats.read_model_directory(path, "--input", checkpoint_name)
   explicit = bool(spm_model_file or vocab_file)
   if not explicit:
     spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
     do_lower_case = do_lower_case if found.do_lower_case is None else found.do_lower_case
-  if found.layout == "hf":
-    model, _ = huggingface.build_hf_model(path)
+  if found.layout == huggingface.NAME:
+    model, report = huggingface.build_hf_model(path)
     info = huggingface.read_hf_config(path)[1]
     source = Source(path, "Hugging Face directory", model, None, info.labels, info.problem_type,
                     info.classifier_dropout_prob or 0.1)
   else:
-    model = _released_model(found.config, resolve_checkpoint_path(found.checkpoint))
-    load_checkpoint(model, found.checkpoint)
-    source = Source(path, "released TF1 directory", model, None)
+    model = _model_for(found)
+    report = formats.load_checkpoint(model, found.checkpoint)
+    kinds = {"tf1": "released TF1 directory", "tf_hub": "TF-Hub encoder SavedModel",
+             "keras_hub": "KerasHub preset"}
+    source = Source(path, kinds[found.layout], model, None, found.labels)
+  # Heads the source did not hold (a tf-models module has no sentence-order head) are
+  # not written out as if trained.
+  source.fresh = [n.split(" ")[0] for n in report.freshly_initialized]
   vocabulary = spm_model_file or vocab_file
   if not explicit and (not vocabulary or not os.path.exists(vocabulary)):
     print(f"{path} holds no vocabulary{': ' + found.vocabulary_error if found.vocabulary_error else ''}")
@@ -222,25 +217,44 @@ def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
     left_out = huggingface.save_hf_model(
         source.model, tmp, labels=source.labels, problem_type=source.problem_type,
         classifier_dropout_prob=source.classifier_dropout_prob,
-        special_ids=_special_ids(source.tokenizer))
+        special_ids=_special_ids(source.tokenizer), skip=source.fresh)
     if source.tokenizer is not None:
       save_hf_tokenizer(source.tokenizer, tmp,
                         model_max_length=source.config.max_position_embeddings)
     files = sorted(os.listdir(tmp))
-  return dict(architecture=huggingface.architecture_of(source.model), files=files,
-              left_out=left_out)
+  return dict(architecture=huggingface.architecture_of(source.model, source.fresh),
+              files=files, left_out=left_out)
 
 
 def write_tf1(source: Source, output_dir: str) -> Dict[str, object]:
   """Writes `source` as a released TF1 directory; returns what was written."""
   with atomic_directory(output_dir, "--output_dir") as tmp:
     source.config.to_json_file(os.path.join(tmp, RELEASED_CONFIG))
-    save_original_checkpoint(source.model, os.path.join(tmp, RELEASED_CHECKPOINT))
+    save_original_checkpoint(source.model, os.path.join(tmp, RELEASED_CHECKPOINT),
+                             skip=source.fresh)
     if source.tokenizer is not None:
       name = "30k-clean.model" if source.tokenizer.spm_model_file else "vocab_chinese.txt"
       shutil.copyfile(source.tokenizer.vocabulary_file, os.path.join(tmp, name))
     files = sorted(os.listdir(tmp))
   return dict(architecture=type(source.model).__name__, files=files, left_out=[])
+
+
+def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
+  """Writes `source` as a KerasHub preset: the backbone with its tokenizer, or an
+  AlbertTextClassifier (a classifier's head and label count) that `from_preset` loads."""
+  classifier = isinstance(source.model, AlbertClassifier) and "output_weights" not in source.fresh
+  keras_hub.check_writable(source.config)
+  spm = source.tokenizer.spm_model_file if source.tokenizer is not None else None
+  with atomic_directory(output_dir, "--output_dir") as tmp:
+    written = keras_hub.write_preset(
+        source.model, tmp, spm, num_classes=source.model.num_classes if classifier else None,
+        dropout=source.classifier_dropout_prob,
+        sequence_length=source.max_seq_length or source.config.max_position_embeddings)
+    files = sorted(os.listdir(tmp))
+  headless = classifier or isinstance(source.model, AlbertEncoder)
+  return dict(architecture=written, files=files,
+              left_out=[] if headless else [f"{type(source.model).__name__}'s head (KerasHub "
+                                            "has an AlbertTextClassifier head only)"])
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -249,8 +263,9 @@ class ConvertOptions(Checked):
   input: str = option(help="A model directory: Hugging Face, released TF1, a run_classifier / "
                       "run_race / run_squad / run_pretraining --output_dir, or an encoder "
                       "SavedModel of hub_export/export.py.")
-  output_format: str = option(help="hf (config.json + model.safetensors, for transformers) or "
-                              "tf1 (albert_config.json + model.ckpt-best, the original names).",
+  output_format: str = option(help="hf (config.json + model.safetensors, for transformers), "
+                              "tf1 (albert_config.json + model.ckpt-best, the original names) "
+                              "or keras_hub (a KerasHub preset for Keras 3).",
                               choices=FORMATS)
   output_dir: str = option(help="Where to write; must not exist (or be empty).")
   spm_model_file: Optional[str] = option(None, "SentencePiece model to write with the weights "
@@ -274,11 +289,12 @@ def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
     raise ValueError("--output_dir must differ from --input")
   source = read_source(opts.input, opts.spm_model_file, opts.vocab_file, opts.do_lower_case,
                        opts.checkpoint_name)
-  written = (write_hf if opts.output_format == "hf" else write_tf1)(source, opts.output_dir)
+  writers = dict(hf=write_hf, tf1=write_tf1, keras_hub=write_keras_hub)
+  written = writers[opts.output_format](source, opts.output_dir)
   print(f"Read {source.kind} {opts.input} ({type(source.model).__name__}); wrote "
         f"{opts.output_dir}: {written['architecture']}, {', '.join(written['files'])}")
   if written["left_out"]:
-    print("Not written (transformers has no place for them): "
+    print(f"Not written (no place for them in {opts.output_format}): "
           + ", ".join(written["left_out"]))
   if source.tokenizer is None:
     print("No vocabulary written: the input has none; pass --spm_model_file or --vocab_file")

@@ -17,10 +17,8 @@ import tensorflow as tf
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_path, reading_checkpoint, writing
-from albert_tf.hub.directories import read_model_directory
-from albert_tf.hub.loading import config_from_hub, load_saved_model, vocabulary_from_hub
+from albert_tf.formats import load_checkpoint, read_model_directory, resolve
 from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, LiteEncoder, convert, latency_ms
-from albert_tf.modeling.checkpoints import load_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier, AlbertPretrainer
@@ -120,21 +118,14 @@ def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
 
 
 def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
-  """(encoder, FullTokenizer, AlbertConfig) of a released or Hugging Face model directory
-  (see `albert_tf.hub.directories`) or an encoder SavedModel written by
-  hub_export/export.py (its vocabulary asset)."""
-  if hub_module:
-    if not os.path.isdir(hub_module):
-      raise FileNotFoundError(f"--hub_module={hub_module} is not a directory")
-    loaded = load_saved_model(hub_module)
-    config = config_from_hub(loaded)
-    spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(
-        loaded, f"--hub_module={hub_module}")
-    import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-    encoder = hub.KerasLayer(hub_module, name="albert_hub")
-    return encoder, FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
-                                  do_lower_case=do_lower_case), config
-  found = read_model_directory(albert_directory)
+  """(encoder, FullTokenizer, AlbertConfig) of a model directory in any layout
+  (`albert_tf.formats`: released, Hugging Face, KerasHub) or an encoder SavedModel (an
+  albert_tf export or a tf-models-official module, with its vocabulary asset); names are
+  resolved first (hub handles, Hugging Face repo ids). The encoder is albert_tf's own,
+  with the source's weights."""
+  flag = "--hub_module" if hub_module else "--albert_directory"
+  source = resolve(hub_module or albert_directory, flag)
+  found = read_model_directory(source, flag)
   found.require_vocabulary("a directory with one")
   vocabulary = found.spm_model_file or found.vocab_file
   config = found.config
@@ -143,7 +134,8 @@ def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
                             else found.do_lower_case)
   if tokenizer.vocab_size != config.vocab_size:
     raise ValueError(f"{vocabulary} has {tokenizer.vocab_size} entries but the config of "
-                     f"--albert_directory={albert_directory} says vocab_size={config.vocab_size}")
+                     f"{flag}={hub_module or albert_directory} says vocab_size="
+                     f"{config.vocab_size}")
   pretrainer = AlbertPretrainer(config)  # the checkpoint holds the pretraining heads too
   load_checkpoint(pretrainer, found.checkpoint)
   return pretrainer.encoder, tokenizer, config

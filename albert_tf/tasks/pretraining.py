@@ -18,8 +18,8 @@ import tensorflow as tf
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import pretraining as data
 from albert_tf.files import expand_files, write_results
-from albert_tf.hub.directories import read_model_directory
-from albert_tf.modeling.checkpoints import load_checkpoint, save_original_checkpoint
+from albert_tf.formats import (load_checkpoint, read_model_directory, resolve,
+                               save_original_checkpoint)
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
@@ -120,15 +120,17 @@ class Pretraining:
                                                 opts.tpu_zone, opts.gcp_project)
     self.files = expand_files(opts.input_file)
     data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
-    found = read_model_directory(opts.albert_directory) if opts.albert_directory else None
+    directory = resolve(opts.albert_directory, "--albert_directory")
+    found = read_model_directory(directory) if directory else None
     if opts.albert_config_file:
       self.config = AlbertConfig.from_json_file(opts.albert_config_file)
     elif found:
       self.config = found.config
     else:
       raise ValueError("pass --albert_config_file (the model to train) or --albert_directory "
-                       "(a released or Hugging Face model directory to continue)")
-    self.init_checkpoint = opts.init_checkpoint or (found.checkpoint if found else None)
+                       "(a model directory to continue: released, Hugging Face, KerasHub or TF-Hub)")
+    self.init_checkpoint = (resolve(opts.init_checkpoint, "--init_checkpoint")
+                            or (found.checkpoint if found else None))
     if opts.max_seq_length > self.config.max_position_embeddings:
       raise ValueError(f"--max_seq_length={opts.max_seq_length} exceeds max_position_embeddings="
                        f"{self.config.max_position_embeddings} of "

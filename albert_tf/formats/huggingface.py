@@ -25,11 +25,15 @@ from absl import logging
 import numpy as np
 
 from albert_tf.files import atomic_path, read_json_object
+from albert_tf.formats.base import ModelDirectory
 from albert_tf.modeling.checkpoints import LoadReport, variable_map
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertQuestionAnswerer)
+from albert_tf.text.huggingface import read_hf_vocabulary
+
+NAME = "hf"
 
 CONFIG = "config.json"
 SAFETENSORS = "model.safetensors"
@@ -130,6 +134,35 @@ def is_hf_directory(path) -> bool:
   """Whether `path` is a directory with a config.json and transformers weights."""
   return bool(path) and os.path.isdir(path) and os.path.exists(os.path.join(path, CONFIG)) \
       and any(os.path.exists(os.path.join(path, f)) for f in WEIGHT_FILES)
+
+
+def recognize(path) -> bool:
+  """The layout interface: `is_hf_directory` (a KerasHub preset's config.json has no
+  transformers weights beside it)."""
+  return is_hf_directory(path)
+
+
+def read_directory(path: str, flag: str = "--albert_directory") -> ModelDirectory:
+  """A Hugging Face directory: config, labels and vocabulary (a missing vocabulary is
+  reported when one is needed)."""
+  if not is_hf_directory(path):
+    raise FileNotFoundError(f"{flag}={path} has a config.json but no weights (none of "
+                            f"{', '.join(WEIGHT_FILES)})")
+  config, info = read_hf_config(path)
+  heads = {"AlbertForPreTraining": ["mlm", "sop"], "AlbertForMaskedLM": ["mlm"],
+           "AlbertForSequenceClassification": ["classifier"],
+           "AlbertForMultipleChoice": ["classifier"],
+           "AlbertForQuestionAnswering": ["squad"]}.get(
+               info.architectures[0] if info.architectures else "AlbertModel", [])
+  common = dict(labels=info.labels, problem_type=info.problem_type, heads=heads,
+                num_labels=len(info.labels) if info.labels else None)
+  try:
+    vocabulary = read_hf_vocabulary(path)
+  except (FileNotFoundError, ValueError) as e:   # raised when a vocabulary is needed
+    return ModelDirectory(path, NAME, config, path, None, None, None, vocabulary_error=str(e),
+                          **common)
+  return ModelDirectory(path, NAME, config, path, vocabulary.spm_model_file,
+                        vocabulary.vocab_file, vocabulary.do_lower_case, **common)
 
 
 @dataclasses.dataclass
@@ -243,6 +276,10 @@ class HFWeights:
         except (ValueError, KeyError, TypeError) as e:
           raise ValueError(f"{join(index)}: not a weight index (no weight_map: {e})") from None
         shards = sorted(set(weight_map.values()))
+        outside = [s for s in shards if not _inside(self.directory, s)]
+        if outside:   # a downloaded index is someone else's input: no ../ or absolute names
+          raise ValueError(f"{join(index)} names shards outside {self.directory}: "
+                           f"{', '.join(map(str, outside))}")
         missing = [s for s in shards if not os.path.exists(join(s))]
         if missing:
           raise FileNotFoundError(f"{join(index)} names shards that are missing: "
@@ -288,6 +325,14 @@ class HFWeights:
     from safetensors import safe_open  # pylint: disable=g-import-not-at-top
     with safe_open(path, framework="numpy") as f:
       return np.asarray(f.get_tensor(name)).astype(np.float32)
+
+
+def _inside(directory: str, name) -> bool:
+  """Whether the file `name` of an index stays inside `directory` (no ../, no absolute path)."""
+  if not isinstance(name, str) or not name or os.path.isabs(name):
+    return False
+  root = os.path.realpath(directory)
+  return os.path.commonpath([root, os.path.realpath(os.path.join(root, name))]) == root
 
 
 def _prefixed(names) -> bool:
@@ -383,6 +428,9 @@ def load_hf_weights(model, directory: str) -> LoadReport:
                     unused=unused).logged()
 
 
+load = load_hf_weights   # the layout interface's reader
+
+
 def _model_config(model) -> AlbertConfig:
   encoder = model if isinstance(model, AlbertEncoder) else model.encoder
   return encoder.config
@@ -390,9 +438,12 @@ def _model_config(model) -> AlbertConfig:
 
 # ----------------------------------------------------------------------------- models
 
-def architecture_of(model) -> str:
-  """The transformers class that holds what `model` holds."""
+def architecture_of(model, skip: Sequence[str] = ()) -> str:
+  """The transformers class that holds what `model` holds (less the heads in `skip`, by
+  original name: a pretrainer without its sentence-order head is AlbertForMaskedLM)."""
   if isinstance(model, AlbertPretrainer):
+    if any(n.startswith("cls/seq_relationship/") for n in skip):
+      return "AlbertForMaskedLM"
     return "AlbertForPreTraining"
   if isinstance(model, AlbertMultipleChoice):
     return "AlbertForMultipleChoice"
@@ -403,12 +454,16 @@ def architecture_of(model) -> str:
   return "AlbertModel"   # an encoder; and the SQuAD v2.0 model, whose head transformers lacks
 
 
-def hf_tensors(model, architecture: Optional[str] = None) -> Tuple[Dict[str, np.ndarray], List[str]]:
+def hf_tensors(model, architecture: Optional[str] = None, skip: Sequence[str] = ()
+               ) -> Tuple[Dict[str, np.ndarray], List[str]]:
   """({transformers name: float32 array}, original names left out) of `model`, named as
-  `architecture` (default `architecture_of(model)`) stores them."""
-  architecture = architecture or architecture_of(model)
+  `architecture` (default `architecture_of(model)`) stores them; `skip` (original names:
+  heads never trained) is not written."""
+  architecture = architecture or architecture_of(model, skip)
   tensors, left_out = {}, []
   for original, variable in variable_map(model).items():
+    if original in skip:
+      continue
     try:
       hf, transposed = hf_name(original)
     except KeyError:
@@ -426,9 +481,11 @@ def hf_tensors(model, architecture: Optional[str] = None) -> Tuple[Dict[str, np.
 
 def save_hf_model(model, directory: str, labels: Optional[Sequence[str]] = None,
                   problem_type: Optional[str] = None, classifier_dropout_prob: float = 0.1,
-                  special_ids: Optional[Dict[str, int]] = None) -> List[str]:
+                  special_ids: Optional[Dict[str, int]] = None,
+                  skip: Sequence[str] = ()) -> List[str]:
   """Writes `model` as transformers' `save_pretrained` would: config.json and
-  model.safetensors in `directory` (created; existing files are refused).
+  model.safetensors in `directory` (created; existing files are refused). `skip`: original
+  names of heads the model never held (left out, and the class chosen without them).
 
   The class is `architecture_of(model)`; `labels` (id order) and `problem_type`
   ("regression" for STS-B) go to config.json for a classifier. Returns the
@@ -440,8 +497,8 @@ def save_hf_model(model, directory: str, labels: Optional[Sequence[str]] = None,
   for name in (CONFIG, SAFETENSORS):
     if os.path.exists(os.path.join(directory, name)):
       raise FileExistsError(f"{os.path.join(directory, name)} already exists; nothing written")
-  architecture = architecture_of(model)
-  tensors, left_out = hf_tensors(model, architecture)
+  architecture = architecture_of(model, skip)
+  tensors, left_out = hf_tensors(model, architecture, skip)
   config = hf_config_dict(_model_config(model), architecture, labels, problem_type,
                           classifier_dropout_prob, special_ids)
   with atomic_path(os.path.join(directory, SAFETENSORS)) as tmp:
