@@ -15,6 +15,16 @@ from typing import Any, Dict
 
 from albert_tf.modeling import activations
 
+# Bounds for configs from downloaded directories, checked before anything is built: far
+# beyond every released ALBERT (xxlarge: H 4096, I 16384, 12 layers, 512 positions), and
+# low enough that no config can make a model that hangs or exhausts memory being built
+# (the shared weights fit any layer count, so a huge one only loops).
+LIMITS = dict(vocab_size=1 << 22, embedding_size=1 << 16, hidden_size=1 << 16,
+              num_hidden_layers=1024, num_hidden_groups=1024, num_attention_heads=1024,
+              intermediate_size=1 << 18, inner_group_num=64, max_position_embeddings=1 << 17,
+              type_vocab_size=1 << 10)
+MAX_PARAMETERS = 4 * 10 ** 9   # 16 GB of float32
+
 _INT_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                "num_hidden_groups", "num_attention_heads", "intermediate_size",
                "inner_group_num", "max_position_embeddings", "type_vocab_size")
@@ -55,6 +65,10 @@ class AlbertConfig:
         raise ValueError(f"AlbertConfig.{name} must be an integer, got {value!r}")
       if value <= 0:
         raise ValueError(f"AlbertConfig.{name} must be positive, got {value}")
+      if value > LIMITS[name]:
+        raise ValueError(f"AlbertConfig.{name}={value} exceeds {LIMITS[name]}, far beyond any "
+                         "ALBERT: a damaged or hostile config is refused before anything is "
+                         "built")
     for name in ("down_scale_factor", "hidden_dropout_prob", "attention_probs_dropout_prob",
                  "initializer_range", "layer_norm_eps"):
       value = getattr(self, name)
@@ -80,6 +94,19 @@ class AlbertConfig:
     if not float(self.layer_norm_eps) > 0:
       raise ValueError(f"AlbertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps}")
     activations.get(self.hidden_act, field="AlbertConfig.hidden_act")
+    if self.parameter_count() > MAX_PARAMETERS:
+      raise ValueError(f"AlbertConfig describes {self.parameter_count():,} parameters, over "
+                       f"{MAX_PARAMETERS:,}: refused before anything is built")
+
+  def parameter_count(self) -> int:
+    """The encoder's weights, counted from the config (embeddings, projection, every
+    group's blocks, pooler)."""
+    e, h, i = self.embedding_size, self.hidden_size, self.intermediate_size
+    embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * e
+    projection = (e * h + h) if e != h else 0
+    block = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
+    return (embeddings + projection + self.num_hidden_groups * self.inner_group_num * block
+            + h * h + h)
 
   def group_index(self, layer_index: int) -> int:
     """The weight group used by 0-based layer `layer_index`, exactly as the original."""
