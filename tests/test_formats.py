@@ -157,6 +157,20 @@ def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(mod
                                atol=1e-5, rtol=0)
 
 
+def test_a_tf_models_module_exports_to_tf_hub_and_tflite_s_encoder(modules, tmp_path):
+  from albert_tf.hub import export  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import lite_export  # pylint: disable=g-import-not-at-top
+  written = export.export_from_sources(str(tmp_path / "enc"), str(tmp_path / "pre"),
+                                       albert_directory=modules["mlm"])
+  inputs = encoder_inputs(random_inputs(CFG))
+  theirs = tf.saved_model.load(modules["mlm"])(inputs)["pooled_output"]
+  np.testing.assert_allclose(tf.saved_model.load(written["encoder"])(inputs)["pooled_output"],
+                             theirs, atol=1e-5, rtol=0)
+  encoder, tokenizer, config = lite_export.read_encoder(None, modules["mlm"])
+  assert config.num_hidden_layers == CFG["num_hidden_layers"] and tokenizer.do_lower_case
+  np.testing.assert_allclose(encoder(inputs)["pooled_output"], theirs, atol=1e-5, rtol=0)
+
+
 def test_a_module_that_is_not_albert_is_refused_by_name(modules):
   with pytest.raises(ValueError, match=r"is not an ALBERT encoder module.*transformer/layer_0"):
     formats.read_model_directory(modules["bert"], "--albert_hub_module_handle")
