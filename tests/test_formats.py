@@ -417,3 +417,19 @@ def test_shard_names_must_stay_inside_the_directory(hf_directories, tmp_path):
       dict(weight_map={"albert.pooler.weight": "../outside.safetensors"})))
   with pytest.raises(ValueError, match=r"names shards outside .*\.\./outside.safetensors"):
     load_checkpoint(AlbertEncoder(CFG), str(bad))
+
+
+def test_the_dispatcher_tells_a_pretraining_output_from_a_release(tmp_path):
+  """run_pretraining.py's --output_dir has an albert_config.json, as a release has, but
+  albert_tf's own checkpoints: the names decide, not the config file."""
+  model = AlbertPretrainer(TINY)
+  AlbertConfig.from_dict(TINY).to_json_file(str(tmp_path / "albert_config.json"))
+  tf.train.CheckpointManager(tf.train.Checkpoint(**model.checkpoint_items), str(tmp_path), 1).save()
+  assert formats.layout_of(str(tmp_path)) is formats.native
+  again = AlbertPretrainer(TINY)
+  assert not load_checkpoint(again, str(tmp_path)).freshly_initialized
+  inputs = encoder_inputs(random_inputs(TINY))
+  np.testing.assert_array_equal(again.encoder(inputs)["pooled_output"],
+                                model.encoder(inputs)["pooled_output"])
+  formats.save_original_checkpoint(model, str(tmp_path / "model.ckpt-best"))
+  assert formats.layout_of(str(tmp_path / "model.ckpt-best")) is formats.tf1

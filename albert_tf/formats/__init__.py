@@ -44,11 +44,11 @@ def read_model_directory(path: str, flag: str = "--albert_directory",
   `flag` and the file."""
   if not os.path.isdir(path):
     raise FileNotFoundError(f"{flag}={path} is not a directory")
-  layout = layout_of(path)
-  if layout is tf1 and os.path.exists(os.path.join(path, RELEASED_CONFIG)):
+  for layout in (keras_hub, huggingface, tf_hub):
+    if layout.recognize(path):
+      return layout.read_directory(path, flag)
+  if os.path.exists(os.path.join(path, RELEASED_CONFIG)):
     return tf1.read_directory(path, flag, checkpoint_name)
-  if layout in (keras_hub, huggingface, tf_hub):
-    return layout.read_directory(path, flag)
   if os.path.exists(os.path.join(path, huggingface.CONFIG)):
     return huggingface.read_directory(path, flag)   # says what the config.json lacks
   raise FileNotFoundError(

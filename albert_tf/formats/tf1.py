@@ -73,9 +73,9 @@ def is_original_checkpoint(checkpoint_path: str) -> bool:
 
 
 def recognize(path: str) -> bool:
-  """A released directory, a TF1 hub module, or a checkpoint prefix in the original names."""
-  if os.path.isdir(path) and os.path.exists(os.path.join(path, RELEASED_CONFIG)):
-    return True
+  """A checkpoint in the original names: a prefix, a released directory's, a TF1 hub
+  module's (a run_pretraining.py output directory has an albert_config.json too, but
+  albert_tf's own checkpoints: `native`'s)."""
   try:
     return is_original_checkpoint(path)
   except (FileNotFoundError, ValueError, tf.errors.OpError):
