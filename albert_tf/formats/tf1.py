@@ -55,7 +55,10 @@ def resolve_checkpoint_path(path: str) -> str:
 
 def _names(path: str):
   """{original name: (stored name, shape)} of a checkpoint prefix, optimizer state left out."""
-  reader = tf.train.load_checkpoint(path)
+  try:
+    reader = tf.train.load_checkpoint(path)
+  except tf.errors.OpError as e:   # a damaged or truncated index: one line, naming it
+    raise ValueError(f"cannot read checkpoint {path}: {e.message}") from None
   stored = {}
   for raw_name, shape in reader.get_variable_to_shape_map().items():
     name = raw_name[len(_HUB_PREFIX):] if raw_name.startswith(_HUB_PREFIX) else raw_name
