@@ -50,7 +50,7 @@ def spm_model(tmp_path_factory):
 # The files that take longest, longest first (seconds alone on 2 cores; docs/testing.md):
 # `make test` hands whole files to its two processes in collection order, so starting
 # these first keeps one process from being left with a long file at the end.
-LONGEST_FIRST = ["test_export.py", "test_readme.py", "test_glue.py", "test_pretraining.py",
+LONGEST_FIRST = ["test_export.py", "test_formats.py", "test_readme.py", "test_glue.py", "test_pretraining.py",
                  "test_tflite.py", "test_demo.py", "test_squad.py", "test_encoder.py",
                  "test_chinese_release.py", "test_race.py", "test_layout.py"]
 
