@@ -34,6 +34,9 @@ flags.DEFINE_string("work_dir", None, "Where the modules and runs go (must not e
 flags.DEFINE_list("seeds", ["1", "2", "3"], "Fine-tuning seeds, each from both modules.")
 flags.DEFINE_integer("train_step", 300, "Fine-tuning steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length.")
+flags.DEFINE_bool("parity_only", False, "Only the transformers parity, on the modules an "
+                  "earlier run left in --work_dir (e.g. from a venv with the [bench] extra).")
+flags.DEFINE_float("learning_rate", 2e-4, "Peak learning rate (the demo's, for its small model).")
 
 
 def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_mlm=True):
@@ -75,16 +78,24 @@ def _script(name, *args):
 
 def _dev_accuracy(run_dir):
   with open(os.path.join(run_dir, "eval_results.txt")) as f:
-    values = dict(line.split(" = ") for line in f if " = " in line)
-  return float(values["eval_accuracy"])
+    values = {k.strip(): v for k, _, v in (line.partition(" = ") for line in f) if v}
+  return float(values.get("eval_accuracy", values.get("accuracy")))
 
 
 def main(_):
   release, work = FLAGS.release, FLAGS.work_dir
-  os.makedirs(work)
   spm = os.path.join(release, "30k-clean.model")
   modules = {"albert_tf export": os.path.join(work, "albert_tf_export"),
              "tf-models module": os.path.join(work, "tf_models_module")}
+  hf_dir = os.path.join(work, "module_as_hf")
+  if not FLAGS.parity_only:
+    _fine_tune(release, spm, work, modules, hf_dir)
+  _parity(modules["tf-models module"], hf_dir)
+
+
+def _fine_tune(release, spm, work, modules, hf_dir):
+  """Both modules written, fine-tuned with each seed, the dev accuracies printed."""
+  os.makedirs(work)
   _script("hub_export/export.py", f"--albert_directory={release}",
           f"--checkpoint_name={FLAGS.checkpoint_name}",
           f"--export_path={modules['albert_tf export']}")
@@ -98,15 +109,19 @@ def main(_):
               "--spm_model_file=from_tf_hub", "--do_train", "--do_eval",
               f"--max_seq_length={FLAGS.max_seq_length}", f"--train_step={FLAGS.train_step}",
               f"--warmup_step={FLAGS.train_step // 10}", "--train_batch_size=32",
-              "--learning_rate=5e-5", f"--save_checkpoints_steps={FLAGS.train_step // 5}",
+              f"--learning_rate={FLAGS.learning_rate}",
+              f"--save_checkpoints_steps={FLAGS.train_step // 5}",
               f"--seed={seed}", "--noprogress")
       results.setdefault(name, []).append(_dev_accuracy(out))
   for name, accuracies in results.items():
     print(f"{name}: dev accuracy {', '.join(f'{a:.4f}' for a in accuracies)} "
           f"(mean {np.mean(accuracies):.4f}, spread {np.ptp(accuracies):.4f})")
-  hf_dir = os.path.join(work, "module_as_hf")
   _script("convert_checkpoint.py", f"--input={modules['tf-models module']}",
           "--output_format=hf", f"--output_dir={hf_dir}")
+
+
+def _parity(module_dir, hf_dir):
+  """The largest differences of transformers' outputs on the converted module from the module's."""
   try:
     import torch  # pylint: disable=g-import-not-at-top
     import transformers  # pylint: disable=g-import-not-at-top
@@ -115,7 +130,7 @@ def main(_):
     return
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
-  module = tf.saved_model.load(modules["tf-models module"])
+  module = tf.saved_model.load(module_dir)
   hf = transformers.AlbertForMaskedLM.from_pretrained(hf_dir).eval()
   vocab = hf.config.vocab_size
   for batch, seq in ((2, 16), (3, FLAGS.max_seq_length)):
