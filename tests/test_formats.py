@@ -242,6 +242,13 @@ def test_a_classifier_becomes_an_albert_text_classifier_preset(tmp_path, spm_mod
   again = AlbertClassifier(found.config, found.num_labels)
   load_checkpoint(again, str(out))
   np.testing.assert_allclose(again(inputs, training=False), logits, atol=1e-5, rtol=0)
+  convert.run(convert.ConvertOptions(input=str(out), output_format="hf",   # --input=<preset>
+                                     output_dir=str(tmp_path / "hf")))
+  hf = formats.read_model_directory(str(tmp_path / "hf"))
+  assert hf.heads == ["classifier"] and hf.num_labels == 3 and hf.spm_model_file
+  from albert_tf import build_hf_model  # pylint: disable=g-import-not-at-top
+  np.testing.assert_allclose(build_hf_model(str(tmp_path / "hf"))[0](inputs, training=False),
+                             logits, atol=1e-5, rtol=0)
 
 
 def test_a_preset_written_by_keras_hub_reads_in_albert_tf(tmp_path):

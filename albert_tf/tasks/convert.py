@@ -187,7 +187,11 @@ def read_source(path: str, spm_model_file: Optional[str] = None,
     report = formats.load_checkpoint(model, found.checkpoint)
     kinds = {"tf1": "released TF1 directory", "tf_hub": "TF-Hub encoder SavedModel",
              "keras_hub": "KerasHub preset"}
-    source = Source(path, kinds[found.layout], model, None, found.labels)
+    # A classifier with a label count but no names (KerasHub, TF1) is named as transformers
+    # names them, so that its config.json says how many there are.
+    labels = found.labels or ([f"LABEL_{i}" for i in range(found.num_labels)]
+                              if found.num_labels else None)
+    source = Source(path, kinds[found.layout], model, None, labels)
   # Heads the source did not hold (a tf-models module has no sentence-order head) are
   # not written out as if trained.
   source.fresh = [n.split(" ")[0] for n in report.freshly_initialized]
