@@ -12,7 +12,7 @@ import pytest
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.hub import export
-from albert_tf.tasks import convert, lite_export
+from albert_tf.tasks import convert, lite_export, onnx_export
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
 
@@ -73,6 +73,8 @@ def paths(tmp_path_factory, spm_model):
   lite_export.run(lite_export.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
   convert.run(convert.ConvertOptions(input=str(root / "albert_base"), output_format="hf",
                                      output_dir=str(root / "albert-base-v2")))
+  onnx_export.run(onnx_export.OnnxOptions(model_dir=run, output_file=str(root / "onnx" /
+                                                                          "mrpc.onnx")))
   return root
 
 
