@@ -149,13 +149,13 @@ class TFLiteOptions(Checked):
   model_dir: Optional[str] = option(None, "A run_classifier.py --output_dir: its "
                                     "model.ckpt-best (else latest checkpoint), "
                                     "run_config.json and vocabulary.")
-  albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: a "
-                                           "released model directory (albert_config.json, "
-                                           "30k-clean.model, model.ckpt-best) or a Hugging "
-                                           "Face one (config.json, model.safetensors, "
-                                           "spiece.model or vocab.txt).")
+  albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: any "
+                                           "model directory albert_tf reads (released, "
+                                           "Hugging Face, KerasHub) or a Hugging Face repo id.")
   hub_module: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: an "
-                                     "encoder SavedModel of hub_export/export.py.")
+                                     "encoder SavedModel (hub_export/export.py's, or a "
+                                     "TF-Hub ALBERT module of tf-models-official), or its "
+                                     "handle.")
   segments: int = option(1, "Bare encoder: text inputs, 1 (sentence) or 2 (sentence1, "
                          "sentence2).", at_least=1, at_most=2)
   output_file: str = option(help="The .tflite file to write; must not exist.")
