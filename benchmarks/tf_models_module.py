@@ -17,15 +17,17 @@ transformers is installed, prints the largest difference of its outputs from the
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from absl import app, flags
 import numpy as np
+
+from common import export_tf_models_module  # the builder the tests use
 
 flags.DEFINE_string("release", None, "A released-layout directory (original TF1 names).")
 flags.DEFINE_string("checkpoint_name", "model.ckpt-best", "Its checkpoint prefix.")
@@ -37,35 +39,6 @@ flags.DEFINE_integer("max_seq_length", 64, "Sequence length.")
 flags.DEFINE_bool("parity_only", False, "Only the transformers parity, on the modules an "
                   "earlier run left in --work_dir (e.g. from a venv with the [bench] extra).")
 flags.DEFINE_float("learning_rate", 2e-4, "Peak learning rate (the demo's, for its small model).")
-
-
-def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_mlm=True):
-  """An encoder SavedModel exactly as tf-models-official 2.20 builds the TF-Hub ALBERTs."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official.legacy.albert import configs  # pylint: disable=g-import-not-at-top
-  from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
-  from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
-  from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter  # pylint: disable=g-import-not-at-top
-  config = configs.AlbertConfig.from_json_file(os.path.join(release, "albert_config.json"))
-  staging = out + ".tf2"
-  os.makedirs(os.path.join(staging, "temp_v1"))
-  kind = "pretrainer" if with_mlm else "encoder"
-  converter.convert_checkpoint(config, os.path.join(staging, "ckpt"),
-                               os.path.join(release, checkpoint_name), kind, converted_model=kind)
-  encoder_config = encoders.EncoderConfig(type="albert", albert=encoders.AlbertEncoderConfig(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
-      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads, intermediate_size=config.intermediate_size,
-      hidden_activation=config.hidden_act, dropout_rate=config.hidden_dropout_prob,
-      attention_dropout_rate=config.attention_probs_dropout_prob,
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range))
-  export_tfhub_lib.export_model(out, encoder_config=encoder_config,
-                                model_checkpoint_path=tf.train.latest_checkpoint(staging),
-                                with_mlm=with_mlm, sp_model_file=spm_model_file,
-                                do_lower_case=True)
-  shutil.rmtree(staging)
-  return out
 
 
 def _script(name, *args):

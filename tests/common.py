@@ -150,3 +150,34 @@ def write_classifier_run(directory, model, cfg, max_seq_length, task="MRPC", **v
     json.dump(dict(task=task, model=cfg, hub=None, do_lower_case=True,
                    max_seq_length=max_seq_length, **vocabulary), f)
   return str(directory)
+
+
+def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_mlm=True):
+  """An encoder SavedModel exactly as tf-models-official 2.20 builds the TF-Hub ALBERTs."""
+  import os  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.legacy.albert import configs  # pylint: disable=g-import-not-at-top
+  from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
+  from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
+  from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter  # pylint: disable=g-import-not-at-top
+  config = configs.AlbertConfig.from_json_file(os.path.join(release, "albert_config.json"))
+  staging = out + ".tf2"
+  os.makedirs(os.path.join(staging, "temp_v1"))
+  kind = "pretrainer" if with_mlm else "encoder"
+  converter.convert_checkpoint(config, os.path.join(staging, "ckpt"),
+                               os.path.join(release, checkpoint_name), kind, converted_model=kind)
+  encoder_config = encoders.EncoderConfig(type="albert", albert=encoders.AlbertEncoderConfig(
+      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
+      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
+      num_attention_heads=config.num_attention_heads, intermediate_size=config.intermediate_size,
+      hidden_activation=config.hidden_act, dropout_rate=config.hidden_dropout_prob,
+      attention_dropout_rate=config.attention_probs_dropout_prob,
+      max_position_embeddings=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range))
+  export_tfhub_lib.export_model(out, encoder_config=encoder_config,
+                                model_checkpoint_path=tf.train.latest_checkpoint(staging),
+                                with_mlm=with_mlm, sp_model_file=spm_model_file,
+                                do_lower_case=True)
+  shutil.rmtree(staging)
+  return out

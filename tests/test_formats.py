@@ -22,7 +22,7 @@ from albert_tf import (AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPret
                        formats, load_checkpoint)
 from albert_tf.tasks import convert
 import original_albert
-from common import GROUPED, TINY, encoder_inputs, random_inputs
+from common import GROUPED, TINY, encoder_inputs, export_tf_models_module, random_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = dict(TINY, vocab_size=1500)
@@ -41,55 +41,43 @@ def _run(script, *flags, env=None):
                         env={**os.environ, **(env or {})})
 
 
-def _tf_models_export(root, cfg, spm_model, with_mlm, kind="albert"):
-  """An encoder SavedModel exactly as tf-models-official 2.20 builds its TF-Hub modules."""
+def _write_release(root, cfg):
+  release = root / "release"
+  release.mkdir()
+  AlbertConfig.from_dict(cfg).to_json_file(str(release / "albert_config.json"))
+  original_albert.write_checkpoint(str(release / "model.ckpt-best"),
+                                   original_albert.random_weights(cfg))
+  return str(release)
+
+
+def _bert_export(root, cfg, spm_model):
+  """A BERT encoder (fresh weights) exported by tf-models' exporter: not ALBERT."""
   from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
   from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
-  from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter  # pylint: disable=g-import-not-at-top
-  from official.legacy.albert import configs  # pylint: disable=g-import-not-at-top
-  release = root / "release"
-  if not release.exists():
-    release.mkdir()
-    AlbertConfig.from_dict(cfg).to_json_file(str(release / "albert_config.json"))
-    original_albert.write_checkpoint(str(release / "model.ckpt-best"),
-                                     original_albert.random_weights(cfg))
-  out = root / f"{kind}{int(with_mlm)}"
-  common = dict(vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
-                num_layers=cfg["num_hidden_layers"], num_attention_heads=cfg["num_attention_heads"],
-                intermediate_size=cfg["intermediate_size"], hidden_activation="gelu",
-                dropout_rate=0.0, attention_dropout_rate=0.0,
-                max_position_embeddings=cfg["max_position_embeddings"],
-                type_vocab_size=cfg["type_vocab_size"])
-  if kind == "albert":
-    (root / "tf2" / "temp_v1").mkdir(parents=True, exist_ok=True)
-    converter.convert_checkpoint(configs.AlbertConfig.from_json_file(str(release / "albert_config.json")),
-                                 str(root / "tf2" / "ckpt"), str(release / "model.ckpt-best"),
-                                 "pretrainer" if with_mlm else "encoder",
-                                 converted_model="pretrainer" if with_mlm else "encoder")
-    checkpoint = tf.train.latest_checkpoint(str(root / "tf2"))
-    encoder_config = encoders.EncoderConfig(type="albert", albert=encoders.AlbertEncoderConfig(
-        embedding_width=cfg["embedding_size"], **common))
-  else:   # a BERT encoder with fresh weights: not ALBERT
-    from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
-    encoder_config = encoders.EncoderConfig(type="bert", bert=encoders.BertEncoderConfig(**common))
-    encoder = encoders.build_encoder(encoder_config)
-    assert isinstance(encoder, networks.BertEncoder)
-    checkpoint = tf.train.Checkpoint(encoder=encoder).save(str(root / "bert" / "ckpt"))
-  export_tfhub_lib.export_model(str(out), encoder_config=encoder_config,
-                                model_checkpoint_path=checkpoint, with_mlm=with_mlm,
+  bert = encoders.BertEncoderConfig(
+      vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
+      num_layers=cfg["num_hidden_layers"], num_attention_heads=cfg["num_attention_heads"],
+      intermediate_size=cfg["intermediate_size"], max_position_embeddings=cfg["max_position_embeddings"],
+      type_vocab_size=cfg["type_vocab_size"])
+  encoder_config = encoders.EncoderConfig(type="bert", bert=bert)
+  checkpoint = tf.train.Checkpoint(encoder=encoders.build_encoder(encoder_config)).save(
+      str(root / "bert" / "ckpt"))
+  export_tfhub_lib.export_model(str(root / "bert0"), encoder_config=encoder_config,
+                                model_checkpoint_path=checkpoint, with_mlm=False,
                                 sp_model_file=spm_model, do_lower_case=True)
-  shutil.rmtree(root / "tf2", ignore_errors=True)
-  return str(out)
+  return str(root / "bert0")
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory, spm_model):
   """{"mlm": module with .mlm, "encoder": without, "bert": a BERT module} + the weights."""
   root = tmp_path_factory.mktemp("tf_models")
-  return dict(mlm=_tf_models_export(root, CFG, spm_model, True),
-              encoder=_tf_models_export(root, CFG, spm_model, False),
-              bert=_tf_models_export(root, CFG, spm_model, False, kind="bert"),
-              release=str(root / "release"))
+  release = _write_release(root, CFG)
+  return dict(mlm=export_tf_models_module(release, "model.ckpt-best", spm_model,
+                                          str(root / "albert1"), with_mlm=True),
+              encoder=export_tf_models_module(release, "model.ckpt-best", spm_model,
+                                              str(root / "albert0"), with_mlm=False),
+              bert=_bert_export(root, CFG, spm_model), release=release)
 
 
 def _released(path):
