@@ -28,6 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # pylint: disable=wrong-import-position
 
+import common  # pylint: disable=wrong-import-position
+
 flags.DEFINE_string("model_dir", None, "A run_classifier.py output directory (default: "
                     "ALBERT-base, random weights).")
 flags.DEFINE_string("data_dir", None, "The run's GLUE data (dev.tsv for accuracy, train.tsv "
@@ -42,43 +44,6 @@ flags.DEFINE_string("work_dir", None, "Where the files go (default: a temporary 
 FLAGS = flags.FLAGS
 
 VARIANTS = ("none", "float16", "dynamic_int8", "int8")
-
-
-def _base_run(work_dir: str, seq_length: int) -> tuple:
-  """A run directory holding an ALBERT-base-shaped MRPC classifier, and MRPC-format data."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
-  from albert_tf.modeling.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
-  from albert_tf.modeling.models import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top
-  corpus = sample_corpus.write_pydoc_corpus(os.path.join(work_dir, "pydoc.txt"))
-  spm = vocab.train_vocab(corpus, os.path.join(work_dir, "pydoc"), vocab_size=2000)
-  config = AlbertConfig.from_preset("base")
-  _pad_vocabulary(spm, config.vocab_size)
-  run_dir = os.path.join(work_dir, "run")
-  model = AlbertClassifier(AlbertEncoder(config), 2)
-  tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(run_dir, "model.ckpt-best"))
-  with open(os.path.join(run_dir, "run_config.json"), "w") as f:
-    json.dump(dict(task="MRPC", model=config.to_dict(), hub=None, spm_model_file=spm,
-                   do_lower_case=True, max_seq_length=seq_length), f)
-  data_dir = os.path.join(work_dir, "MRPC")
-  sample_corpus.write_paraphrase_task(data_dir, num_train=300, num_dev=100, num_test=10)
-  return run_dir, data_dir
-
-
-def _pad_vocabulary(spm_model_file: str, size: int) -> None:
-  """Appends pieces no text here spells (fast SentencePiece refuses the UNUSED type) up
-  to `size` ids."""
-  from sentencepiece import sentencepiece_model_pb2 as model_pb2  # pylint: disable=g-import-not-at-top
-  proto = model_pb2.ModelProto()
-  with open(spm_model_file, "rb") as f:
-    proto.ParseFromString(f.read())
-  while len(proto.pieces) < size:
-    piece = proto.pieces.add()
-    piece.piece, piece.score = f"<unused{len(proto.pieces)}>", -100.0
-  with open(spm_model_file, "wb") as f:
-    f.write(proto.SerializeToString())
 
 
 def _saved_model(run, seq_length: int, path: str) -> None:
@@ -150,7 +115,7 @@ def main(_):
   model_dir, data_dir = FLAGS.model_dir, FLAGS.data_dir
   with_accuracy = bool(model_dir and data_dir)
   if not model_dir:
-    model_dir, generated = _base_run(work, FLAGS.max_seq_length)
+    model_dir, generated = common.classifier_run(work, FLAGS.max_seq_length)
     data_dir = data_dir or generated
   run = lite_export.read_classifier_run(model_dir)
   seq = FLAGS.max_seq_length

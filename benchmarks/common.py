@@ -1,7 +1,8 @@
-"""What the fine-tuning benchmarks share: a vocabulary trained here, a preset config, and
-the mean throughput of a run's logged steps."""
+"""What the benchmarks share: a vocabulary trained here, a preset config, the mean
+throughput of a run's logged steps, and an ALBERT-base-shaped classifier run."""
 
 import csv
+import json
 import os
 import sys
 import tempfile
@@ -99,3 +100,40 @@ def define_training_flags(seq_length: int, batch_size: int, steps: int,
   flags.DEFINE_integer("warmup_steps", 2, "Steps left out of the measurement.")
   flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "Compute dtypes to compare.")
   flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
+
+
+def classifier_run(work_dir: str, seq_length: int) -> tuple:
+  """A run directory holding an ALBERT-base-shaped MRPC classifier, and MRPC-format data."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.modeling.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
+  from albert_tf.modeling.models import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(work_dir, "pydoc.txt"))
+  spm = vocab.train_vocab(corpus, os.path.join(work_dir, "pydoc"), vocab_size=2000)
+  config = AlbertConfig.from_preset("base")
+  pad_vocabulary(spm, config.vocab_size)
+  run_dir = os.path.join(work_dir, "run")
+  model = AlbertClassifier(AlbertEncoder(config), 2)
+  tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(run_dir, "model.ckpt-best"))
+  with open(os.path.join(run_dir, "run_config.json"), "w") as f:
+    json.dump(dict(task="MRPC", model=config.to_dict(), hub=None, spm_model_file=spm,
+                   do_lower_case=True, max_seq_length=seq_length), f)
+  data_dir = os.path.join(work_dir, "MRPC")
+  sample_corpus.write_paraphrase_task(data_dir, num_train=300, num_dev=100, num_test=10)
+  return run_dir, data_dir
+
+
+def pad_vocabulary(spm_model_file: str, size: int) -> None:
+  """Appends pieces no text here spells (fast SentencePiece refuses the UNUSED type) up
+  to `size` ids."""
+  from sentencepiece import sentencepiece_model_pb2 as model_pb2  # pylint: disable=g-import-not-at-top
+  proto = model_pb2.ModelProto()
+  with open(spm_model_file, "rb") as f:
+    proto.ParseFromString(f.read())
+  while len(proto.pieces) < size:
+    piece = proto.pieces.add()
+    piece.piece, piece.score = f"<unused{len(proto.pieces)}>", -100.0
+  with open(spm_model_file, "wb") as f:
+    f.write(proto.SerializeToString())

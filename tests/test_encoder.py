@@ -396,6 +396,22 @@ def test_a_model_of_the_pooled_output_alone_runs_the_last_ffn_on_the_first_token
   assert pooled == {16: 2, 2: 1}, pooled
 
 
+def test_a_caller_of_both_outputs_pools_the_full_last_layer_without_a_second_path():
+  """Serving signatures return sequence_output and pooled_output: by default the last
+  block's FFN also runs on the first tokens alone (B rows more); with
+  `uses_sequence_output` it does not, and the outputs are the same."""
+  cfg = dict(TINY, num_hidden_layers=3, intermediate_size=48)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  inputs = encoder_inputs(random_inputs(cfg, batch=2, seq=8))
+  both = lambda **kw: lambda x: {k: v for k, v in encoder(x, **kw).items()
+                                 if k in ("pooled_output", "sequence_output")}
+  assert _dot_row_counts(both(), inputs, 48) == {16: 3, 2: 1}
+  assert _dot_row_counts(both(uses_sequence_output=True), inputs, 48) == {16: 3}
+  default, single = encoder(inputs), encoder(inputs, uses_sequence_output=True)
+  for key in ("pooled_output", "sequence_output"):
+    np.testing.assert_allclose(single[key], default[key], atol=1e-6)
+
+
 def _function_names(concrete_function):
   graph = concrete_function.graph.as_graph_def()
   return {f.signature.name for f in graph.library.function}

@@ -40,7 +40,7 @@ from albert_tf import formats
 from albert_tf.formats.tf_hub import exported_variables, functional_models
 from albert_tf.hub.loading import EXPORT_RECORD
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.encoder import INPUT_KEYS
+from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
@@ -95,15 +95,20 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   return root
 
 
-def _serving_signature(encoder, num_layers: int):
-  """`serving_default` for TF Serving: flat named outputs, encoder_outputs_{i} per layer."""
+def _serving_signature(encoder: AlbertEncoder, num_layers: int):
+  """`serving_default` for TF Serving: flat named outputs (float32), encoder_outputs_{i}
+  per layer. It returns the sequence output, so the pooler takes the last layer's first
+  row (`uses_sequence_output`) instead of a first-token path of its own."""
   specs = [tf.TensorSpec([None, None], tf.int32, name=k) for k in INPUT_KEYS]
 
   @tf.function(input_signature=specs, autograph=False)
   def serve(input_word_ids, input_mask, input_type_ids):
     outputs = encoder(dict(input_word_ids=input_word_ids, input_mask=input_mask,
-                           input_type_ids=input_type_ids), training=False)
-    result = {k: outputs[k] for k in ("pooled_output", "sequence_output", "default")}
+                           input_type_ids=input_type_ids), training=False,
+                      uses_sequence_output=True)
+    outputs = tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), outputs)
+    result = {k: outputs[k] for k in ("pooled_output", "sequence_output")}
+    result["default"] = outputs["pooled_output"]
     assert len(outputs["encoder_outputs"]) == num_layers
     for i, layer_output in enumerate(outputs["encoder_outputs"]):
       result[f"encoder_outputs_{i}"] = layer_output
@@ -270,7 +275,7 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
     _attach_vocabulary(model, staging, spm_model_file, vocab_file)
     model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     c = pretrainer.config
-    serve = _serving_signature(model.__call__, c.num_hidden_layers * c.inner_group_num)
+    serve = _serving_signature(pretrainer.encoder, c.num_hidden_layers * c.inner_group_num)
     tf.saved_model.save(model, saved, signatures={"serving_default": serve})
   logging.info("Exported the ALBERT encoder SavedModel to %s", export_path)
   return export_path

@@ -23,7 +23,7 @@ from typing import Dict, Optional, Sequence
 import tensorflow as tf
 
 from albert_tf.files import writing
-from albert_tf.modeling.encoder import INPUT_KEYS
+from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertQuestionAnswerer)
 
@@ -43,7 +43,10 @@ def inference_function(model):
 
   def call(*tensors):
     inputs = dict(zip([s.name for s in spec], tensors))
-    outputs = encoder(inputs, training=False)
+    if isinstance(encoder, AlbertEncoder):   # both outputs: no second first-token path
+      outputs = encoder(inputs, training=False, uses_sequence_output=True)
+    else:
+      outputs = encoder(inputs, training=False)
     if isinstance(model, AlbertPretrainer):
       return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
     if isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import ENCODER_INPUTS as INPUT_KEYS, AlbertClassifier
 from albert_tf.text import lite, packing
 from albert_tf.text.tokenization import FullTokenizer
@@ -114,7 +115,10 @@ class LiteEncoder(_LiteModule):
     super().__init__(tokenizer, seq_length, text_fields, "albert_lite_encoder")
 
   def _serve(self, inputs):
-    outputs = self.encoder(inputs, training=False)
+    if isinstance(self.encoder, AlbertEncoder):   # both outputs: no second first-token path
+      outputs = self.encoder(inputs, training=False, uses_sequence_output=True)
+    else:
+      outputs = self.encoder(inputs, training=False)
     return {"sequence_output": outputs["sequence_output"],                     # [1, S, H]
             "pooled_output": outputs["pooled_output"],                         # [1, H]
             "input_mask": inputs["input_mask"]}                                # [1, S]
