@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Three on two cores: the tests wait on subprocesses and files part of the time
 # (measured: 605 s with 3, 692 s with 2, 1,324 s with 1; docs/testing.md).
 WORKERS ?= 3
-PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile)
+PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONDONTWRITEBYTECODE = 1
 

@@ -21,13 +21,13 @@ token_boundary, masked_lm_*, next_sentence_labels).
 from absl import app
 
 from albert_tf import cli
-from albert_tf.data import pretraining
+from albert_tf.data import creation
 
-cli.define_flags(pretraining.CreationOptions, original=pretraining.ORIGINAL_FLAGS)
+cli.define_flags(creation.CreationOptions, original=creation.ORIGINAL_FLAGS)
 
 
 def main(argv):
-  cli.run_with_flags(argv, pretraining.CreationOptions, pretraining.create)
+  cli.run_with_flags(argv, creation.CreationOptions, creation.create)
 
 
 if __name__ == "__main__":

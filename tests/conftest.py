@@ -64,3 +64,75 @@ def pytest_collection_modifyitems(items):
     return
   rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
   items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# ----------------------------------------------------------------------------- stalls
+
+STALL_DUMPS = os.environ.get("ALBERT_TF_STALL_DUMPS")   # a directory: catch stalled tests
+
+
+@pytest.fixture(autouse=True)
+def _catch_stalls(request):
+  """With ALBERT_TF_STALL_DUMPS=<dir>: a test still running after ALBERT_TF_STALL_AFTER
+  seconds (default 40) gets, every 20 s, its process's stacks (by py-spy when
+  installed, else Python's faulthandler; every thread's native frames by gdb when installed) and each thread's CPU
+  seconds so far written to <dir>, with the machine's load (docs/testing.md, "Stalls")."""
+  if not STALL_DUMPS:
+    yield
+    return
+  import faulthandler  # pylint: disable=import-outside-toplevel
+  import shutil  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  import threading  # pylint: disable=import-outside-toplevel
+  import time  # pylint: disable=import-outside-toplevel
+  os.makedirs(STALL_DUMPS, exist_ok=True)
+  after = float(os.environ.get("ALBERT_TF_STALL_AFTER", "40"))
+  name = request.node.nodeid.replace("/", "_").replace(":", "_")[:150]
+  done = threading.Event()
+  started = time.time()
+
+  def threads_cpu():
+    lines = []
+    for task in sorted(os.listdir("/proc/self/task")):
+      try:
+        with open(f"/proc/self/task/{task}/stat") as f:
+          fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/self/task/{task}/comm") as f:
+          comm = f.read().strip()
+      except OSError:
+        continue
+      ticks = os.sysconf("SC_CLK_TCK")
+      lines.append(f"{task} {comm}: state {fields[0]} user {int(fields[11]) / ticks:.1f} s "
+                   f"system {int(fields[12]) / ticks:.1f} s")
+    return "\n".join(lines)
+
+  def watch():
+    n = 0
+    while not done.wait(after if n == 0 else 20):
+      n += 1
+      path = os.path.join(STALL_DUMPS, f"{name}.{n}.txt")
+      with open(path, "w") as f:
+        f.write(f"{request.node.nodeid} at {time.time() - started:.0f} s; load "
+                f"{os.getloadavg()}\n\n{threads_cpu()}\n\n")
+        f.flush()
+        spy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy")
+        if spy:
+          out = subprocess.run([spy, "dump", "--native", "--pid", str(os.getpid())],
+                               capture_output=True, text=True)
+          f.write(out.stdout + out.stderr)
+        else:
+          faulthandler.dump_traceback(file=f, all_threads=True)
+        gdb = shutil.which("gdb")
+        if gdb:   # every thread's native frames (py-spy shows those with Python frames)
+          out = subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-ex",
+                                "thread apply all bt 30"], capture_output=True, text=True)
+          f.write("\n\nAll threads, native (gdb):\n" + out.stdout)
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,nlwp,etimes,args", "--sort=-pcpu"],
+                            capture_output=True, text=True)
+        f.write("\n" + "\n".join(ps.stdout.splitlines()[:15]))
+
+  watcher = threading.Thread(target=watch, daemon=True)
+  watcher.start()
+  yield
+  done.set()

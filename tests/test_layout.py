@@ -116,6 +116,88 @@ def test_no_layout_module_imports_another():
     assert "albert_tf.formats" not in imported, f"formats/{name}.py imports the dispatcher"
 
 
+def import_graph(package: pathlib.Path = PACKAGE):
+  """{module: the package's modules it imports}, every import counted, the lazy ones inside
+  functions too. `from a.b import c` is a.b.c when that is a module, else a.b (its
+  __init__); a name below a module (`import a.b.c.d`, d not a module) is its module."""
+  root = package.parent
+  modules = {}
+  for path in package.rglob("*.py"):
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+  graph = {}
+  for name, path in modules.items():
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        targets |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                    else node.module for a in node.names}
+      elif isinstance(node, ast.Import):
+        targets |= {a.name for a in node.names}
+    resolved = set()
+    for target in targets:
+      while target and target not in modules:
+        target = target.rpartition(".")[0]
+      if target and target != name:
+        resolved.add(target)
+    graph[name] = resolved
+  return graph
+
+
+def import_circles(graph):
+  """Every group of modules that import one another, directly or through others (the
+  strongly connected components of more than one module, Tarjan's algorithm)."""
+  index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+  def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in graph.get(v, ()):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on_stack:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = set()
+      while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        component.add(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        circles.append(sorted(component))
+
+  for v in sorted(graph):
+    if v not in index:
+      visit(v)
+  return circles
+
+
+def test_no_two_modules_import_each_other_directly_or_through_others():
+  """No circle of imports between albert_tf's modules, lazy imports included: each module
+  can be read (and imported) with only what it names below it."""
+  assert import_circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_circles(tmp_path):
+  """The check above can fail: a lazy import that closes a circle through a third module,
+  and a `from package import module` one, are found; a tree without one passes."""
+  package = tmp_path / "pkg"
+  (package / "sub").mkdir(parents=True)
+  (package / "__init__.py").write_text("")
+  (package / "sub" / "__init__.py").write_text("")
+  (package / "a.py").write_text("from pkg.sub import b\n")
+  (package / "sub" / "b.py").write_text("import pkg.c\n")
+  (package / "c.py").write_text("def f():\n  from pkg import a\n")
+  (package / "d.py").write_text("from pkg import a, c\n")
+  assert import_circles(import_graph(package)) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+  (package / "c.py").write_text("def f():\n  import json\n")
+  assert import_circles(import_graph(package)) == []
+
+
 def test_only_keras_hub_and_keras3_modules_import_keras_3():
   for path in sorted(PACKAGE.rglob("*.py")):
     if "keras_hub" in path.name or "keras3" in path.name:

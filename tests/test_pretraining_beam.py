@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import corpus
+from albert_tf.data import creation
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
 from albert_tf.text import tokenization
@@ -215,7 +216,7 @@ def test_bad_lines_are_counted_and_named_and_an_empty_corpus_is_an_error(tmp_pat
   path.write_bytes(good.encode() + b"caf\xe9 au lait is a drink.\nIt is good.\n\n"
                    + b"\x07\nNothing above tokenized.\nReally nothing.\n")
   out = tmp_path / "out" / "train.tfrecord"
-  stats = pd.create(pd.CreationOptions(input_file=str(path), output_file=str(out),
+  stats = creation.create(creation.CreationOptions(input_file=str(path), output_file=str(out),
                                        spm_model_file=spm_model, max_seq_length=32,
                                        max_predictions_per_seq=5, dupe_factor=1,
                                        progress=False))
@@ -239,7 +240,7 @@ def test_bad_lines_are_counted_and_named_and_an_empty_corpus_is_an_error(tmp_pat
     target = tmp_path / f"none-{runner}.tfrecord"
     with pytest.raises(ValueError, match=r"no pretraining examples from .*empty.txt.*"
                        r"tokenize to nothing \(skipped\): .*empty.txt:3"):
-      pd.create(pd.CreationOptions(input_file=str(empty), output_file=str(target),
+      creation.create(creation.CreationOptions(input_file=str(empty), output_file=str(target),
                                    spm_model_file=spm_model, runner=runner, progress=False))
     assert not target.exists()
   assert sorted(os.listdir(tmp_path)) == ["bad.txt", "beam.tfrecord", "empty.txt", "out"]
@@ -260,7 +261,7 @@ def test_unreadable_inputs_and_shard_flags_are_named_before_any_work(tmp_path, s
   with pytest.raises(ValueError, match="--num_output_shards=2 names the shards of one"):
     corpus.shard_names("a,b", 2)
   with pytest.raises(ValueError, match="add --runner=DirectRunner"):
-    pd.create(pd.CreationOptions(input_file=str(tmp_path / "dir.txt"), output_file="x",
+    creation.create(creation.CreationOptions(input_file=str(tmp_path / "dir.txt"), output_file="x",
                                  spm_model_file=spm_model, direct_num_workers=2))
 
 

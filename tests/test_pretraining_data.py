@@ -8,6 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.text import packing, tokenization
+from albert_tf.data import creation
+from albert_tf.files import expand_files
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
 
@@ -152,7 +154,7 @@ def test_files_format_determinism_and_errors(tmp_path, spm_model, corpus):
   assert sorted(r.numpy() for r in tf.data.TFRecordDataset(other)) != sorted(records)
 
   with pytest.raises(FileNotFoundError, match="no file matches .*missing"):
-    pd.expand_files(f"{corpus},{tmp_path}/missing*.txt")
+    expand_files(f"{corpus},{tmp_path}/missing*.txt")
   with pytest.raises(ValueError, match="--masked_lm_prob"):
     pd.DataOptions(masked_lm_prob=1.5)
 
@@ -169,10 +171,10 @@ def test_a_wordpiece_vocabulary_writes_pretraining_data(tmp_path):
   vocab_file = write_wordpiece_vocab(tmp_path / "vocab_chinese.txt", lines)
   tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file)
   out = tmp_path / "zh.tfrecord"
-  opts = pd.CreationOptions(input_file=str(text), output_file=str(out), vocab_file=vocab_file,
+  opts = creation.CreationOptions(input_file=str(text), output_file=str(out), vocab_file=vocab_file,
                             max_seq_length=48, max_predictions_per_seq=8, dupe_factor=2,
                             progress=False)
-  stats = pd.create(opts)
+  stats = creation.create(opts)
   assert stats["instances"] > 0
   words = 0
   for record in tf.data.TFRecordDataset([str(out)]):
@@ -189,5 +191,5 @@ def test_a_wordpiece_vocabulary_writes_pretraining_data(tmp_path):
     assert tokenizer.mask_id in ids or not int(example["masked_lm_weights"].numpy().sum())
   assert words > 100
   with pytest.raises(ValueError, match="exactly one of --spm_model_file .* and --vocab_file"):
-    pd.create(pd.CreationOptions(input_file=str(text), output_file=str(tmp_path / "x"),
+    creation.create(creation.CreationOptions(input_file=str(text), output_file=str(tmp_path / "x"),
                                  progress=False))

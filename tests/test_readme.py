@@ -98,22 +98,48 @@ def script_commands():
                                text, re.M)]
 
 
+# Reads every script's flags in one process: each script's module is run (not as __main__,
+# so nothing but its flag definitions happens), its new flags noted and removed before the
+# next. (One `--helpfull` process per script started some 20 TensorFlow imports at once:
+# the load of 13 on 2 cores that stalled the other test processes, docs/testing.md.)
+_READ_FLAGS = r"""
+import json, os, runpy, sys
+from absl import app, flags, logging  # the libraries' own flags, before the scripts'
+import tensorflow
+found = {"": sorted(flags.FLAGS)}
+HELPER_DIRS = {os.path.join(os.getcwd(), d) for d in ("benchmarks", "tests", "hub_export")}
+for script in sys.argv[1:]:
+  before, modules, path = set(flags.FLAGS), set(sys.modules), list(sys.path)
+  sys.path.insert(0, os.path.dirname(script))
+  runpy.run_path(script, run_name="albert_tf_read_flags")
+  sys.path[:] = path
+  for name in set(sys.modules) - modules:   # the helpers beside it (benchmarks/common.py
+    where = getattr(sys.modules[name], "__file__", None) or ""   # and tests/common.py)
+    if os.path.dirname(where) in HELPER_DIRS:
+      del sys.modules[name]
+  new = set(flags.FLAGS) - before
+  found[script] = sorted(new)
+  for name in new:
+    delattr(flags.FLAGS, name)
+print(json.dumps(found))
+"""
+
+
 def test_the_readme_s_commands_name_real_flags():
   commands = script_commands()
   assert any(script.endswith("benchmark_peers.py") for script, _ in commands)
   assert any(script == "create_pretraining_data.py" for script, _ in commands)
   scripts = sorted({script for script, _ in commands})
-  running = {script: subprocess.Popen([sys.executable, str(ROOT / script), "--helpfull"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True) for script in scripts}
-  helps = {}
-  for script, proc in running.items():
-    out, err = proc.communicate(timeout=300)
-    assert "Traceback" not in err and "--" in out, (script, err[-2000:])
-    helps[script] = out
+  done = subprocess.run([sys.executable, "-c", _READ_FLAGS, *(str(ROOT / s) for s in scripts)],
+                        capture_output=True, text=True, timeout=600, cwd=ROOT)
+  assert done.returncode == 0, done.stderr[-3000:]
+  found = json.loads(done.stdout.strip().splitlines()[-1])
+  for script in scripts:   # every script defines flags of its own
+    assert found[str(ROOT / script)], script
   for script, names in commands:
+    known = set(found[str(ROOT / script)]) | set(found[""])
     for name in names:
-      assert f"--[no]{name}" in helps[script] or f"--{name}" in helps[script], (script, name)
+      assert name in known, (script, name)
 
 
 def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
