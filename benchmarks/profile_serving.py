@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -83,6 +84,7 @@ def profile_ort(path, seq, calls):
   session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
   plain = _median_ms(lambda: session.run(None, feeds))
   options.enable_profiling = True
+  options.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="ort_profile_"), "ort")
   session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
   for _ in range(5):
     session.run(None, feeds)
