@@ -118,16 +118,25 @@ def _catch_stalls(request):
         f.flush()
         spy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy")
         if spy:
-          out = subprocess.run([spy, "dump", "--native", "--pid", str(os.getpid())],
-                               capture_output=True, text=True)
-          f.write(out.stdout + out.stderr)
+          try:
+            out = subprocess.run([spy, "dump", "--native", "--pid", str(os.getpid())],
+                                 capture_output=True, text=True, timeout=60)
+            f.write(out.stdout + out.stderr)
+          except subprocess.TimeoutExpired:
+            f.write("py-spy took over 60 s; stopped\n")
         else:
           faulthandler.dump_traceback(file=f, all_threads=True)
         gdb = shutil.which("gdb")
         if gdb:   # every thread's native frames (py-spy shows those with Python frames)
-          out = subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-ex",
-                                "thread apply all bt 30"], capture_output=True, text=True)
-          f.write("\n\nAll threads, native (gdb):\n" + out.stdout)
+          # Bounded: gdb on a TensorFlow process can take minutes and gigabytes, and
+          # the test stays stopped while it reads.
+          try:
+            out = subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-ex",
+                                  "thread apply all bt 30"], capture_output=True, text=True,
+                                 timeout=120)
+            f.write("\n\nAll threads, native (gdb):\n" + out.stdout)
+          except subprocess.TimeoutExpired:
+            f.write("\n\ngdb took over 120 s; stopped\n")
         ps = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,nlwp,etimes,args", "--sort=-pcpu"],
                             capture_output=True, text=True)
         f.write("\n" + "\n".join(ps.stdout.splitlines()[:15]))
