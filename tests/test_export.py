@@ -225,6 +225,7 @@ def test_exported_encoder_fine_tunes_saves_and_reloads(tmp_path):
 
 
 def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypatch):
+  OTHER = dict(TINY, num_hidden_layers=2)   # noqa: N806  another graph, as cheap to export
   target = tmp_path / "hub"
   target.mkdir()
   (target / "keep.txt").write_text("mine")
@@ -244,13 +245,25 @@ def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypat
   with monkeypatch.context() as m:
     m.setattr(tf.saved_model, "save", broken_save)
     with pytest.raises(RuntimeError, match="disk full"):
-      export.export_encoder(AlbertPretrainer(GROUPED), str(earlier), overwrite=True)
+      export.export_encoder(AlbertPretrainer(OTHER), str(earlier), overwrite=True)
   assert (earlier / "saved_model.pb").read_bytes() == before
   assert sorted(os.listdir(tmp_path)) == ["earlier", "hub"]
 
-  export.export_encoder(AlbertPretrainer(GROUPED), str(earlier), overwrite=True)
+  export.export_encoder(AlbertPretrainer(OTHER), str(earlier), overwrite=True)
   assert (earlier / "saved_model.pb").read_bytes() != before
   assert sorted(os.listdir(tmp_path)) == ["earlier", "hub"]
+
+
+def test_the_save_reuses_the_export_s_traces(tmp_path):
+  """`build_hub_model` traces in the save's context: `tf.saved_model.save` traces none of
+  the root's functions again (traced outside that context, it traced each one twice)."""
+  options = tf.saved_model.SaveOptions()
+  root = export.build_hub_model(AlbertPretrainer(TINY), options)
+  functions = dict(call=root.__call__, mlm=root.mlm, sop=root.sop)
+  before = {name: f.experimental_get_tracing_count() for name, f in functions.items()}
+  assert before == dict(call=6, mlm=3, sop=3)   # training None / True / False; int64 ids too
+  tf.saved_model.save(root, str(tmp_path / "saved"), options=options)
+  assert {name: f.experimental_get_tracing_count() for name, f in functions.items()} == before
 
 
 def test_a_killed_exports_temporaries_are_removed_by_the_next(tmp_path):

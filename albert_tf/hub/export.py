@@ -32,6 +32,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
 import tf_keras as keras
 
 from albert_tf.cli import Checked, Original, option
@@ -48,8 +49,10 @@ from albert_tf.text.tokenization import FullTokenizer
 
 # ----------------------------------------------------------------------------- encoder
 
-def build_hub_model(pretrainer: AlbertPretrainer):
-  """The root object saved as the encoder SavedModel (a reusable SavedModel).
+def build_hub_model(pretrainer: AlbertPretrainer,
+                    options: Optional[tf.saved_model.SaveOptions] = None):
+  """The root object saved as the encoder SavedModel (a reusable SavedModel), its
+  functions traced for `tf.saved_model.save(..., options=options)`.
 
   The root's `__call__` (the encoder), `mlm` and `sop` are tf.functions over
   functional Keras models of the pretrainer, each traced for `training=True`,
@@ -61,6 +64,15 @@ def build_hub_model(pretrainer: AlbertPretrainer):
   caller reads, most of an export's time (a tiny model: 12 s -> 7 s).
   """
   core, mlm, sop = functional_models(pretrainer)
+  # Traced in the context the save runs in (its options are part of a trace's key), the
+  # save reuses these traces; traced outside, it traces every function again: a 5-layer
+  # grouped tiny model's export 22.7 -> 15 s, each trace made once.
+  with save_context.save_context(options or tf.saved_model.SaveOptions()):
+    return _traced_root(pretrainer, core, mlm, sop)
+
+
+def _traced_root(pretrainer, core, mlm, sop):
+  """`build_hub_model`'s root, traced in the current context."""
 
   def traced(model, keys, dtypes=(tf.int32,)):
     """`model` as a tf.function traced for each id dtype, training and not; float
@@ -267,8 +279,9 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
     The absolute export path.
   """
   export_path = os.path.abspath(export_path)
+  options = tf.saved_model.SaveOptions()
   with _atomic_export(export_path, overwrite) as (saved, staging):
-    model = build_hub_model(pretrainer)
+    model = build_hub_model(pretrainer, options)
     config_file = os.path.join(staging, "albert_config.json")
     pretrainer.config.to_json_file(config_file)
     model.albert_config_file = tf.saved_model.Asset(config_file)
@@ -276,7 +289,7 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
     model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     c = pretrainer.config
     serve = _serving_signature(pretrainer.encoder, c.num_hidden_layers * c.inner_group_num)
-    tf.saved_model.save(model, saved, signatures={"serving_default": serve})
+    tf.saved_model.save(model, saved, signatures={"serving_default": serve}, options=options)
   logging.info("Exported the ALBERT encoder SavedModel to %s", export_path)
   return export_path
 
