@@ -27,7 +27,7 @@ def test_outputs_and_sharing_structure():
   assert out["sequence_output"].shape == (3, 11, 32)
   assert out["pooled_output"].shape == (3, 32)
   # One output per attention+FFN application: L * inner_group_num.
-  assert len(out["encoder_outputs"]) == 5 * 2
+  assert len(out["encoder_outputs"]) == 3 * 2
   np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
   # G * inner distinct blocks, and no more weights than that.
   blocks = [b for group in encoder.groups for b in group]
