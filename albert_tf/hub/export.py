@@ -81,13 +81,13 @@ def _traced_root(pretrainer, core, mlm, sop):
       outputs = model({k: tf.cast(v, tf.int32) for k, v in inputs.items()}, training=training)
       return tf.nest.map_structure(
           lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t, outputs)
-    graph = tf.function(call)
+    graph = tf.function(call, autograph=False)
 
     # `training=None` (what wrappers pass on when a caller leaves it out) means False:
     # a trace of its own that calls the False one, not a third copy of the graph.
     def call_with_default(inputs, training=None):
       return graph(inputs, training=bool(training))
-    function = tf.function(call_with_default)
+    function = tf.function(call_with_default, autograph=False)
     for dtype in dtypes:
       specs = {k: tf.TensorSpec([None, None], dtype, name=k) for k in keys}
       for training in (True, False):
@@ -365,10 +365,11 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
     if pairs:
       root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
-                                  input_signature=[spec("sentence1"), spec("sentence2")])
+                                  input_signature=[spec("sentence1"), spec("sentence2")],
+                                  autograph=False)
     else:
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
-                                  input_signature=[spec("sentence1")])
+                                  input_signature=[spec("sentence1")], autograph=False)
     _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
     tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
     with open(os.path.join(saved, EXPORT_RECORD), "w") as f:

@@ -54,7 +54,7 @@ def inference_function(model):
     if isinstance(outputs, dict) and "pooled_output" in outputs:         # an encoder
       return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
     return dict(outputs)                                               # the span heads
-  function = tf.function(call, input_signature=spec)
+  function = tf.function(call, input_signature=spec, autograph=False)
   names = sorted(function.get_concrete_function().structured_outputs)
   return function, spec, names
 

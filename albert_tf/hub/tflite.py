@@ -40,7 +40,7 @@ class _LiteModule(tf.Module):
     if self.raw_text:
       self.tokenize = lite.LiteTokenizer(tokenizer)
       spec = [tf.TensorSpec([1], tf.string, name=f) for f in self.text_fields]
-      self.serve = tf.function(self._serve_text, input_signature=spec)
+      self.serve = tf.function(self._serve_text, input_signature=spec, autograph=False)
     else:
       # BERT's basic tokenization (CJK split, Unicode classes, regular expressions) has
       # no TFLite kernels, and tensorflow-text's TFLite FastBertTokenizer differs from it
@@ -48,7 +48,7 @@ class _LiteModule(tf.Module):
       spec = [tf.TensorSpec([1, seq_length], tf.int32, name=k) for k in INPUT_KEYS]
       self.serve = tf.function(lambda input_word_ids, input_mask, input_type_ids: self._serve(
           dict(input_word_ids=input_word_ids, input_mask=input_mask,
-               input_type_ids=input_type_ids)), input_signature=spec)
+               input_type_ids=input_type_ids)), input_signature=spec, autograph=False)
 
   @property
   def input_names(self) -> List[str]:

@@ -460,7 +460,7 @@ class FinetuningTask:
       keys = inputs
       self._predict_fns[id(model)] = tf.function(
           lambda batch: model(batch if keys is None else {k: batch[k] for k in keys},
-                              training=False))
+                              training=False), autograph=False)
     predict = self._predict_fns[id(model)]
     for batch in data:
       outputs = predict(batch)
