@@ -11,6 +11,9 @@ hub_export/export.py. TF-Hub SavedModels are written by hub_export/export.py
 (which takes any of these directories as --albert_directory).
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -18,6 +18,9 @@ the original tool's features (input_ids, input_mask, segment_ids,
 token_boundary, masked_lm_*, next_sentence_labels).
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -3,6 +3,9 @@
   python create_vocab.py --input_file='corpus/*.txt' --model_prefix=30k-clean --vocab_size=30000
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

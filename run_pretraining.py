@@ -10,6 +10,9 @@ Rerunning the same command after a crash resumes from the latest checkpoint in
 --output_dir. TensorBoard: `tensorboard --logdir out`.
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -15,6 +15,9 @@ test_results.txt, eval_log.csv, train_log.csv, learning_curve.png,
 TensorBoard summaries.
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -19,6 +19,9 @@ also best_f1 and best_f1_thresh, the threshold to use on another set via
 learning_curve.png, TensorBoard summaries, and the cached features.
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -15,6 +15,9 @@ or from explicit files (original TF1 checkpoints and albert_tf's own both load):
 (`--vocab_file=vocab_chinese.txt` instead of `--spm_model_file` for a WordPiece vocabulary).
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -10,6 +10,9 @@ sequence), outputs named as the SavedModels' (`logits`; `start_logits`, `end_log
 `vocab.txt`) and `<file>.json` (do_lower_case, special ids, labels).
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli

@@ -20,6 +20,9 @@ Run it with the TF Text ops registered:
       model_path="mrpc.tflite")
 """
 
+import os
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+
 from absl import app
 
 from albert_tf import cli
