@@ -4,7 +4,7 @@
 """
 
 import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras: no Keras 3 import (1.7 s)
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
 
 from absl import app
 

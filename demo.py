@@ -25,7 +25,7 @@ import time
 from absl import app, flags
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # before TensorFlow is imported (by albert_tf)
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf.keras is tf_keras: TensorFlow skips Keras 3
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
 ROOT = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
 flags.DEFINE_bool("quick", False, "A much shorter run (smoke test), not meant to learn much.")

@@ -3,9 +3,9 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# As the scripts do: tf.keras is tf_keras (albert_tf uses no tf.keras), so TensorFlow does not
-# import Keras 3 (and scikit-learn) at startup: 1.7 s of every test process and every
-# script a test starts, which inherit it.
+# As the scripts do: TensorFlow's own Keras alias is then tf_keras (albert_tf never uses the
+# alias), so TensorFlow does not import Keras 3 (and scikit-learn) at startup: 1.7 s of
+# every test process and every script a test starts, which inherit it.
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 if os.environ.get("PYTEST_XDIST_WORKER"):
   # `make test` runs two test processes on the machine's two cores: one intra-op thread
