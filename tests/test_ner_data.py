@@ -122,3 +122,24 @@ def test_windows_predict_every_word_once_on_its_first_piece(spm_model):
     gold = [[tag_id for tag_id in window.label_ids] for window in made]
     gold = [[max(i, 0) for i in row] for row in gold]
     assert ner.merge_predictions([sentence], made, gold, labels) == [tags]
+
+
+def test_the_token_classifier_is_the_head_on_every_position():
+  """Logits [B, S, C] equal the encoder's sequence output times the head's weights, in
+  NumPy; dropout only in training; the config round-trips; the checkpoint holds the
+  encoder and the head."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf import AlbertTokenClassifier  # pylint: disable=import-outside-toplevel
+  from common import TINY, encoder_inputs, random_inputs  # pylint: disable=import-outside-toplevel
+  model = AlbertTokenClassifier(TINY, num_labels=5, dropout_rate=0.5, seed=1)
+  x = encoder_inputs(random_inputs(TINY, batch=3, seq=11))
+  logits = model(x).numpy()
+  sequence = model.encoder(x)["sequence_output"].numpy()                       # [3, 11, 32]
+  head = model.classifier
+  want = sequence @ head.output_weights.numpy().T + head.output_bias.numpy()
+  assert logits.shape == (3, 11, 5) and logits.dtype == np.float32
+  np.testing.assert_allclose(logits, want, atol=1e-5)
+  assert np.abs(model(x, training=True).numpy() - logits).max() > 1e-3
+  again = AlbertTokenClassifier.from_config(model.get_config())
+  assert again.get_config() == model.get_config() and again.num_labels == 5
+  assert sorted(model.checkpoint_items) == ["classifier", "encoder"]
