@@ -142,52 +142,6 @@ class AlbertClassifier(_TaskModel):
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertTokenClassifier(_TaskModel):
-  """An encoder + a per-token classification head (named-entity recognition).
-
-  The head is the classifier's (dropout, then `output_weights` [num_labels, H] and
-  `output_bias`), applied to every position of the sequence output; Hugging Face's
-  `AlbertForTokenClassification` holds the same (`classifier.weight` [num_labels, H],
-  `classifier.bias`). Called with the encoder's inputs it returns float32 logits
-  [B, S, num_labels].
-
-  Args:
-    encoder: an AlbertEncoder (or config / preset to build one) or a layer
-      mapping the three int32 inputs to a dict with `sequence_output`.
-    num_labels: number of tags.
-    dropout_rate: dropout on the sequence output in training.
-    initializer_range: stddev of the head's initializer.
-    seed: seed of the head's initializer.
-  """
-
-  def __init__(self, encoder, num_labels: int, dropout_rate: float = 0.1,
-               initializer_range: float = 0.02, seed=None, **kwargs):
-    super().__init__(encoder, **kwargs)
-    self.num_labels = num_labels
-    self.classifier = AlbertClassificationHead(num_labels, dropout_rate, initializer_range,
-                                               seed=seed, name="classifier")
-    self.classifier.build([None, _hidden_size(self.encoder)])
-    self.built = True
-
-  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
-    encoder_inputs = {k: inputs[k] for k in ENCODER_INPUTS}
-    sequence = self.encoder(encoder_inputs, training=training)["sequence_output"]  # [B, S, H]
-    shape = tf.shape(sequence)
-    tokens = tf.reshape(sequence, [-1, sequence.shape[-1]])                         # [B*S, H]
-    logits = self.classifier(tokens, training=training)                             # [B*S, C]
-    return tf.reshape(logits, [shape[0], shape[1], self.num_labels])                # [B, S, C]
-
-  @property
-  def checkpoint_items(self):
-    return dict(encoder=self.encoder, classifier=self.classifier)
-
-  def get_config(self):
-    return self._config(num_labels=self.num_labels, dropout_rate=self.classifier.dropout_rate,
-                        initializer_range=self.classifier.initializer_range,
-                        seed=self.classifier.seed)
-
-
-@keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertQuestionAnswerer(_TaskModel):
   """An encoder + the original SQuAD head: v1.1 span logits, or the v2.0 head with
   answer verification.
@@ -257,6 +211,42 @@ class AlbertQuestionAnswerer(_TaskModel):
 
   def get_config(self):
     return self._config(version_2_with_negative=self.version_2_with_negative, **self._kwargs)
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertTokenClassifier(AlbertClassifier):
+  """An encoder + a per-token classification head (named-entity recognition).
+
+  The classifier's head (dropout, then `output_weights` [num_labels, H] and
+  `output_bias`) applied to every position of the sequence output; Hugging Face's
+  `AlbertForTokenClassification` holds the same (`classifier.weight` [num_labels, H],
+  `classifier.bias`). Called with the encoder's inputs it returns float32 logits
+  [B, S, num_labels].
+
+  Args:
+    encoder: an AlbertEncoder (or config / preset) or a layer with the same
+      dict interface (e.g. hub.KerasLayer).
+    num_labels: number of tags.
+    dropout_rate, initializer_range, seed: the head's, as AlbertClassifier's.
+  """
+
+  def __init__(self, encoder, num_labels: int, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, seed=None, **kwargs):
+    super().__init__(encoder, num_labels, dropout_rate, initializer_range, seed, **kwargs)
+    self.num_labels = num_labels
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    encoder_inputs = {k: inputs[k] for k in ENCODER_INPUTS}
+    sequence = self.encoder(encoder_inputs, training=training)["sequence_output"]  # [B, S, H]
+    shape = tf.shape(sequence)
+    tokens = tf.reshape(sequence, [-1, sequence.shape[-1]])                         # [B*S, H]
+    logits = self.classifier(tokens, training=training)                             # [B*S, C]
+    return tf.reshape(logits, [shape[0], shape[1], self.num_labels])                # [B, S, C]
+
+  def get_config(self):
+    config = super().get_config()
+    config["num_labels"] = config.pop("num_classes")
+    return config
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
