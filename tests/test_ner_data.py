@@ -62,7 +62,7 @@ def test_tags_outside_the_schemes_and_unknown_tags_name_the_line(tmp_path):
   labels = ner.label_list(ner.read_sentences(write(tmp_path, "train.txt", CONLL)))
   assert labels == ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-PER"]
   with pytest.raises(ValueError, match=r"dev.txt:4: tag 'PER' is not in the training set's tags"):
-    ner.check_known_tags(sentences, labels, path)
+    ner.check_tags(sentences, path, labels)
 
 
 # The same entities -- PER over words 0-1, LOC at 3, LOC at 4, ORG over 6-8 -- in each scheme.

@@ -15,8 +15,9 @@ sides (SQuAD's doc-stride rule), so predictions merge back to one tag per word.
 """
 
 import dataclasses
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
 
+from albert_tf.data.squad import max_context_windows
 from albert_tf.files import read_text
 
 DOCSTART = "-DOCSTART-"
@@ -72,13 +73,18 @@ def split_tag(tag: str):
   return None, None
 
 
-def check_tags(sentences: Sequence[Sentence], path: str) -> None:
-  """Every tag is `O` or B-/I-/E-/S-<type>; errors name `file:line`."""
+def check_tags(sentences: Sequence[Sentence], path: str,
+               known: Optional[Sequence[str]] = None) -> None:
+  """Every tag is `O` or B-/I-/E-/S-<type>; given the training set's (checked) tags
+  `known`, every tag is one of them. Errors name `file:line`."""
   for sentence in sentences:
     for tag, line in zip(sentence.tags, sentence.lines):
-      if split_tag(tag)[0] is None:
+      if known is None and split_tag(tag)[0] is None:
         raise ValueError(f"{path}:{line}: tag {tag!r} is neither O nor B-, I-, E- or "
                          "S-<type>")
+      if known is not None and tag not in known:
+        raise ValueError(f"{path}:{line}: tag {tag!r} is not in the training set's tags "
+                         f"({', '.join(known)})")
 
 
 def detect_scheme(sentences: Sequence[Sentence]) -> str:
@@ -130,16 +136,6 @@ def label_list(sentences: Sequence[Sentence]) -> List[str]:
   return ["O"] + sorted(tags, key=lambda t: (split_tag(t)[1], order[split_tag(t)[0]]))
 
 
-def check_known_tags(sentences: Sequence[Sentence], labels: Sequence[str], path: str) -> None:
-  """A tag that training never saw is an error naming `file:line`."""
-  known = set(labels)
-  for sentence in sentences:
-    for tag, line in zip(sentence.tags, sentence.lines):
-      if tag not in known:
-        raise ValueError(f"{path}:{line}: tag {tag!r} is not in the training set's tags "
-                         f"({', '.join(labels)})")
-
-
 # ----------------------------------------------------------------------------- windows
 
 @dataclasses.dataclass
@@ -176,20 +172,15 @@ def windows(sentence_index: int, pieces: Sequence[Sequence[int]], tag_ids: Seque
   starts = [0]
   while starts[-1] + room < len(flat):
     starts.append(starts[-1] + min(stride, room))
-  best = {}
-  for w, position in enumerate(first):   # the window where the word's first piece has
-    score = -1                           # the most context on its shorter side
-    for k, start in enumerate(starts):
-      if start <= position < start + room:
-        context = min(position - start, start + room - 1 - position)
-        if context > score:
-          best[w], score = k, context
+  # Each piece's window of most context (SQuAD's rule, as for its document windows).
+  best = max_context_windows([(start, len(flat[start:start + room])) for start in starts],
+                             len(flat))
   for k, start in enumerate(starts):
     chunk = flat[start:start + room]
     labels, words = [IGNORED] * max_seq_length, [-1] * max_seq_length
     for offset in range(len(chunk)):
       w = owner[start + offset]
-      if first[w] == start + offset and best[w] == k:
+      if first[w] == start + offset and best[start + offset] == k:
         labels[offset + 1], words[offset + 1] = tag_ids[w], w
     ids = [tokenizer.cls_id] + chunk + [tokenizer.sep_id]
     padding = max_seq_length - len(ids)
@@ -224,8 +215,3 @@ def merge_predictions(sentences: Sequence[Sentence], all_windows: Sequence[Windo
     raise AssertionError(f"words without a prediction (sentence, word): {missing[:5]}")
   return tags   # type: ignore[return-value]
 
-
-def window_features(window: Window) -> Dict[str, List[int]]:
-  """What a window's record holds."""
-  return dict(input_ids=window.input_ids, input_mask=window.input_mask,
-              segment_ids=window.segment_ids, label_ids=window.label_ids)
