@@ -18,7 +18,7 @@ from albert_tf.tasks import convert, onnx_export
 from common import GROUPED, encoder_inputs, random_inputs, write_classifier_run, write_release
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CFG = dict(GROUPED, vocab_size=1500)   # 5 layers over 2 groups of 2 sub-blocks
+CFG = dict(GROUPED, vocab_size=1500)   # 3 layers over 2 groups of 2 sub-blocks
 
 
 def _session(path):
