@@ -135,6 +135,38 @@ def test_pretrainer_outputs():
   assert len(tables) == 1
 
 
+def test_keras_and_autograph_trace_every_albert_tf_layer_as_written(monkeypatch):
+  """Traced in a tf.function with AutoGraph on (as model.fit, functional models and exports
+  trace them), no albert_tf code is converted (`tracing.plain_python`), while a user's
+  function around it still is: the spy sees conversions."""
+  from tensorflow.python.autograph.impl import api  # pylint: disable=import-outside-toplevel
+  from albert_tf import (AlbertClassifier, AlbertMultipleChoice,  # pylint: disable=import-outside-toplevel
+                         AlbertQuestionAnswerer, AlbertTokenClassifier)
+  converted, convert = [], api._convert_actual  # pylint: disable=protected-access
+
+  def spy(entity, program_ctx):
+    converted.append(f"{getattr(entity, '__module__', '')}.{entity.__qualname__}")
+    return convert(entity, program_ctx)
+
+  monkeypatch.setattr(api, "_convert_actual", spy)
+  x = random_inputs(TINY)
+  p_mask = np.zeros_like(x["input_word_ids"])
+  models = [(AlbertPretrainer(TINY), x), (AlbertClassifier(TINY, num_classes=2), x),
+            (AlbertTokenClassifier(TINY, num_labels=3), x),
+            (AlbertQuestionAnswerer(TINY, version_2_with_negative=True), dict(x, p_mask=p_mask)),
+            (AlbertMultipleChoice(TINY), {k: v[None] for k, v in encoder_inputs(x).items()})]
+  for model, inputs in models:
+    @tf.function   # AutoGraph on: the user's code, with a branch on a tensor
+    def user_step(inputs, model=model):
+      out = tf.nest.flatten(model(inputs, training=True))
+      if tf.reduce_sum(out[0]) > 0:
+        return out[0] + 1.0
+      return out[0]
+    user_step(inputs)
+  assert [c for c in converted if c.endswith("user_step")]
+  assert not [c for c in converted if c.startswith("albert_tf")], converted
+
+
 def test_missing_inputs_are_a_clear_error():
   with pytest.raises(ValueError, match="input_word_ids"):
     AlbertEncoder(TINY)({"ids": np.zeros((1, 3), np.int32)})

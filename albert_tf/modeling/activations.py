@@ -12,13 +12,13 @@ def gelu(x):
   return tf.nn.gelu(x, approximate=True)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _gelu_forward_fused(x):
   """gelu(x) in float32 math, one fused XLA loop: [..., I] any float dtype -> the same."""
   return tf.cast(tf.nn.gelu(tf.cast(x, tf.float32), approximate=True), x.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _gelu_backward_fused(x, dy):
   """dy * gelu'(x) in float32 math, one fused XLA loop. With u = c (x + 0.044715 x^3),
   t = tanh(u): gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)."""

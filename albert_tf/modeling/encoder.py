@@ -9,6 +9,7 @@ from albert_tf.modeling import fused
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import AlbertEmbeddings, AlbertTransformerBlock
 from albert_tf.modeling.layers.transformer import DERIVED_WEIGHTS
+from albert_tf.modeling.tracing import plain_python
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -146,6 +147,7 @@ class AlbertEncoder(keras.Model):
   def get_embedding_table(self) -> tf.Variable:
     return self.embedding_table
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None,
            uses_sequence_output=False) -> Dict[str, tf.Tensor]:
     """The encoder's outputs for `inputs` (int32 or int64 [B, S] ids, mask, type ids).

@@ -110,7 +110,7 @@ def _sums_of_groups(rows):
   return tf.reduce_sum(tf.reshape(rows, [-1, _GROUP, rows.shape[-1]]), 1)
 
 
-@tf.function
+@tf.function(autograph=False)
 def _add_pairs(a, b, c, d):
   return a + c, b + d
 
@@ -134,13 +134,13 @@ def _row_sums(u, v=None):
 
 # --- FFN: bias + GELU (tanh approximation) --------------------------------------------
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(x, bias):
   z = _float32(x) + _float32(bias)                                         # [R, I]
   return _cast(tf.nn.gelu(z, approximate=True), x.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_backward(x, bias, upstream):
   """With u = c (z + 0.044715 z^3), t = tanh(u):
   gelu'(z) = 0.5 (1 + t) + 0.5 z (1 - t^2) c (1 + 3 * 0.044715 z^2)."""
@@ -152,7 +152,7 @@ def _bias_gelu_backward(x, bias, upstream):
   return _cast(_float32(upstream) * slope, x.dtype)                        # [R, I]
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _group_sums(x):
   return _sums_of_groups(_float32(x))
 
@@ -174,7 +174,7 @@ def _sum(x, bias, keep, rate, residual):
   return s + _float32(residual)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon):
   """The output, and the rows' mean and rstd ([R, 1] float32) for the backward."""
   s = _sum(x, bias, keep, rate, residual)
@@ -184,7 +184,7 @@ def _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon):
   return _cast(centered * rstd * gamma + beta, x.dtype), mean, rstd
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _add_norm_backward(x, bias, keep, rate, residual, gamma, mean, rstd, upstream):
   """LayerNorm's closed form, dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma,
   then back through the residual add and the dropout to x and bias."""
@@ -273,7 +273,7 @@ def projection(x, kernel, bias, scale, scaled_kernel):
 
 # --- attention probabilities: scores with post-ops, 16-bit softmax ----------------------
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _softmax_backward(probs, upstream, scale):
   """d(q.k) of softmax(scale q.k + mask): scale p (g - sum(g p)), float32 inside."""
   p, g = _float32(probs), _float32(upstream)                                 # [B, N, Q, S]
@@ -310,7 +310,7 @@ def attention_probs(q, k, attention_bias, scale):
 
 # --- the float32 sum of a shared weight's gradients ------------------------------------
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _accumulate(total, *gradients):
   for gradient in gradients:
     total = _float32(gradient) if total is None else total + _float32(gradient)

@@ -11,6 +11,7 @@ import tf_keras as keras
 from albert_tf.modeling import activations
 from albert_tf.modeling.layers.layer_norm import LayerNorm
 from albert_tf.modeling.layers.dropout import dropout
+from albert_tf.modeling.tracing import plain_python
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
@@ -47,6 +48,7 @@ class AlbertMaskedLMHead(keras.layers.Layer):
                                        initializer="zeros")
     super().build(input_shape)
 
+  @plain_python
   def call(self, masked_hidden, embedding_table):
     """[B, P, H] hidden states at masked positions, [V, E] table -> [B, P, V] float32 logits."""
     x = self.layer_norm(self.dense(masked_hidden))                     # [B, P, E]
@@ -95,6 +97,7 @@ class AlbertClassificationHead(keras.layers.Layer):
                                        initializer="zeros")
     super().build(input_shape)
 
+  @plain_python
   def call(self, pooled_output, training=None):
     """[B, H] -> [B, num_classes] float32 logits."""
     pooled = self.dropout(tf.cast(pooled_output, tf.float32), training=training)
@@ -151,6 +154,7 @@ class AlbertSpanHead(keras.layers.Layer):
     self.output_bias = self.add_weight("output_bias", shape=[2], initializer="zeros")
     super().build(input_shape)
 
+  @plain_python
   def call(self, sequence_output):
     """[B, S, H] -> dict of start_logits, end_logits [B, S]."""
     x = tf.cast(sequence_output, tf.float32)
@@ -236,6 +240,7 @@ class AlbertSpanV2Head(keras.layers.Layer):
     logits = tf.squeeze(self.end_dense_1(self.end_layer_norm(hidden)), -1)   # [B, K, S]
     return tf.nn.log_softmax(_mask(logits, p_mask[:, None]), -1)
 
+  @plain_python
   def call(self, sequence_output, p_mask, start_positions=None, training=None):
     """Span and answer-class outputs.
 

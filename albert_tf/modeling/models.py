@@ -9,6 +9,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.heads import (AlbertClassificationHead, AlbertMaskedLMHead,
                              AlbertSentenceOrderHead, AlbertSpanHead, AlbertSpanV2Head)
+from albert_tf.modeling.tracing import plain_python
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -75,6 +76,7 @@ class AlbertPretrainer(_TaskModel):
   def config(self) -> AlbertConfig:
     return self.encoder.config
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
     outputs = dict(self.encoder(inputs, training=training))
     outputs["sop_logits"] = self.sentence_order(outputs["pooled_output"])            # [B, 2]
@@ -121,6 +123,7 @@ class AlbertClassifier(_TaskModel):
     self.classifier.build([None, _hidden_size(self.encoder)])
     self.built = True
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
     encoder_inputs = {k: inputs[k] for k in ENCODER_INPUTS}
     pooled = self.encoder(encoder_inputs, training=training)["pooled_output"]    # [B, H]
@@ -178,6 +181,7 @@ class AlbertQuestionAnswerer(_TaskModel):
                         initializer_range=initializer_range, seed=seed)
     self.built = True
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
     sequence = self.encoder({k: inputs[k] for k in ENCODER_INPUTS},
                             training=training)["sequence_output"]            # [B, S, H]
@@ -235,6 +239,7 @@ class AlbertTokenClassifier(AlbertClassifier):
     super().__init__(encoder, num_labels, dropout_rate, initializer_range, seed, **kwargs)
     self.num_labels = num_labels
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
     encoder_inputs = {k: inputs[k] for k in ENCODER_INPUTS}
     sequence = self.encoder(encoder_inputs, training=training)["sequence_output"]  # [B, S, H]
@@ -270,6 +275,7 @@ class AlbertMultipleChoice(AlbertClassifier):
                seed=None, **kwargs):
     super().__init__(encoder, 1, dropout_rate, initializer_range, seed, **kwargs)
 
+  @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
     shape = tf.shape(inputs["input_word_ids"])                                  # [B, C, S]
     flat = {k: tf.reshape(inputs[k], [-1, shape[-1]]) for k in ENCODER_INPUTS}  # [B*C, S]

@@ -5,6 +5,7 @@ import tf_keras as keras
 
 from albert_tf.modeling.layers.dropout import dropout
 from albert_tf.modeling.layers.layer_norm import LayerNorm
+from albert_tf.modeling.tracing import plain_python
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
@@ -52,6 +53,7 @@ class AlbertEmbeddings(keras.layers.Layer):
     self.layer_norm.build([None, None, self.embedding_size])
     super().build(input_shape)
 
+  @plain_python
   def call(self, input_word_ids, input_type_ids, training=None):
     """[B, S] int ids -> [B, S, E] embeddings; 0 < S <= max_position_embeddings."""
     limit = self.max_position_embeddings

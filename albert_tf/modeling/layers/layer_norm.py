@@ -10,6 +10,8 @@ largest after the GELU (see `benchmarks/benchmark_peers.py`).
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.modeling.tracing import plain_python
+
 
 @keras.utils.register_keras_serializable(package="albert_tf")
 class LayerNorm(keras.layers.LayerNormalization):
@@ -23,6 +25,7 @@ class LayerNorm(keras.layers.LayerNormalization):
   Other axes, or `center`/`scale` off, fall back to Keras' own computation.
   """
 
+  @plain_python
   def call(self, inputs):
     if (isinstance(inputs, tf.RaggedTensor) or inputs.shape.rank is None
         or self.axis != [inputs.shape.rank - 1] or not (self.center and self.scale)):

@@ -9,6 +9,7 @@ from albert_tf.modeling import activations
 from albert_tf.modeling import fused
 from albert_tf.modeling.recompute import recompute_grad
 from albert_tf.modeling.layers.layer_norm import LayerNorm
+from albert_tf.modeling.tracing import plain_python
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
 # head size, I intermediate size, T = B * S tokens.
@@ -174,6 +175,7 @@ class AlbertTransformerBlock(keras.__internal__.layers.BaseRandomLayer):
         output_kernel=read(self.output_dense.kernel),
         output_bias=read(self.output_dense.bias))
 
+  @plain_python
   def call(self, inputs, attention_bias, training=None, weights=None, first_token=False):
     """Applies the block.
 
