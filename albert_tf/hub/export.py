@@ -313,9 +313,13 @@ def export_preprocessor(spm_model_file: Optional[str], export_path: str,
     raise ValueError(f"--default_seq_length must be at least 3, got {default_seq_length}")
   export_path = os.path.abspath(export_path)
   with _atomic_export(export_path, overwrite) as (saved, staging):
-    root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length, vocab_file)
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options):   # traced once, as build_hub_model's functions
+      root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length, vocab_file)
+      root.__call__.get_concrete_function()
     _attach_vocabulary(root, staging, spm_model_file, vocab_file)
-    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
+                        options=options)
   logging.info("Exported the ALBERT preprocessor SavedModel to %s", export_path)
   return export_path
 
