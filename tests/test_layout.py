@@ -3,6 +3,7 @@ original flag names, and every flag is generated from its options dataclass."""
 
 import ast
 import dataclasses
+import json
 import pathlib
 import subprocess
 import sys
@@ -216,14 +217,54 @@ def test_original_module_paths_are_the_text_modules():
   assert albert_tf.tokenization.FullTokenizer is tokenization.FullTokenizer
 
 
+# Each script's --helpfull text (`FLAGS.get_help()`, what --helpfull prints), all read in one
+# process: the script's module is run (not as __main__: only its flags are defined), its
+# help taken, its flags removed before the next. One `--helpfull` process per script cost
+# a TensorFlow import each (7 processes, about 40 s of the suite).
+_HELP = r"""
+import json, os, runpy, sys
+from absl import app, flags, logging  # the libraries' own flags, before the scripts'
+import tensorflow
+found = {}
+for script in sys.argv[1:]:
+  before, path = set(flags.FLAGS), list(sys.path)
+  sys.path.insert(0, os.path.dirname(script))
+  runpy.run_path(script, run_name="albert_tf_help")
+  sys.path[:] = path
+  found[script] = flags.FLAGS.get_help()
+  for name in set(flags.FLAGS) - before:
+    delattr(flags.FLAGS, name)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def helpfull():
+  """{script: its --helpfull text}."""
+  scripts = sorted(ORIGINAL_FLAGS)
+  done = subprocess.run([sys.executable, "-c", _HELP, *(str(ROOT / s) for s in scripts)],
+                        capture_output=True, text=True, timeout=300, cwd=ROOT)
+  assert done.returncode == 0, done.stderr[-3000:]
+  found = json.loads(done.stdout.strip().splitlines()[-1])
+  return {s: found[str(ROOT / s)] for s in scripts}
+
+
+def test_helpfull_is_what_the_script_prints():
+  """The one-process reading above is what a real `--helpfull` lists."""
+  script = "run_classifier.py"
+  done = subprocess.run([sys.executable, str(ROOT / script), "--helpfull"], capture_output=True,
+                        text=True, timeout=120, cwd=ROOT)
+  printed = done.stdout + done.stderr
+  for flag in ORIGINAL_FLAGS[script].split():
+    assert f"--{flag}:" in printed or f"--[no]{flag}:" in printed, flag
+
+
 @pytest.mark.parametrize("script", sorted(ORIGINAL_FLAGS))
-def test_scripts_keep_the_original_flags_generated_from_one_dataclass(script):
+def test_scripts_keep_the_original_flags_generated_from_one_dataclass(script, helpfull):
   """--helpfull lists every original flag; nothing besides `cli.define_flags` declares one."""
   source = (ROOT / script).read_text()
   assert "DEFINE_" not in source and "cli.define_flags(" in source
-  done = subprocess.run([sys.executable, str(ROOT / script), "--helpfull"], capture_output=True,
-                        text=True, timeout=120, cwd=ROOT)
-  listed = done.stdout + done.stderr
+  listed = helpfull[script]
   missing = [f for f in ORIGINAL_FLAGS[script].split()
              if f"--{f}:" not in listed and f"--[no]{f}:" not in listed]
   assert not missing, f"{script} lacks --{', --'.join(missing)}"
