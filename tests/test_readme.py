@@ -156,36 +156,25 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   assert result["seconds_per_step"] > 0 and result["state_bytes"] > 40e6  # weights + slots
   assert result["peak_bytes"] > result["state_bytes"]                     # and the process
   assert result["tokens"] == 4 * 128 and result["activation_bytes"] > 100e6
-  # The same-run matmul peak the benchmark divides by: TensorFlow only, no peers.
+  # The rest in one process (each worker is a TensorFlow import; the train step above keeps
+  # its own, for its memory reading): the same-run matmul peak the benchmark divides by,
+  # the step's matmuls alone (the bound with all else free), the memory bandwidth, and the
+  # parameters the bound's optimizer update counts.
   peak = dict(impl="peak", preset="base", batch=1, seq=32, dtype="float32")
-  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
-                         "--worker=" + json.dumps(peak)], capture_output=True, text=True,
-                        timeout=600)
-  assert done.returncode == 0, done.stderr[-3000:]
-  assert json.loads(done.stdout.strip().splitlines()[-1])["gflops"] > 1
-  # The step's matmuls alone (the bound with all else free): one train step's worth.
-  matmuls = dict(peak, impl="matmuls", mode="train")
-  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
-                         "--worker=" + json.dumps(matmuls)], capture_output=True, text=True,
-                        timeout=600)
-  assert done.returncode == 0, done.stderr[-3000:]
-  assert json.loads(done.stdout.strip().splitlines()[-1])["seconds"] > 0
-  # The memory bandwidth, and the parameters the bound's optimizer update counts.
-  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
-                         '--worker={"impl": "bandwidth"}'], capture_output=True, text=True,
-                        timeout=600)
-  assert done.returncode == 0, done.stderr[-3000:]
-  bandwidth = json.loads(done.stdout.strip().splitlines()[-1])
-  assert bandwidth["memory"] > 1e9 and bandwidth["cached"] > 1e9
-  count = ("import sys; sys.path.insert(0, 'benchmarks'); sys.argv = ['x']; "
-           "import albert_tf, benchmark_peers as b; "
-           "c = albert_tf.AlbertConfig.from_preset('base'); "
-           "print(b.parameter_count(c), albert_tf.AlbertEncoder(c).count_params())")
-  done = subprocess.run([sys.executable, "-c", count], capture_output=True, text=True,
+  workers = ("import json, sys; sys.path.insert(0, 'benchmarks'); sys.argv = ['x']; "
+             "import albert_tf, benchmark_peers as b; "
+             "c = albert_tf.AlbertConfig.from_preset('base'); "
+             f"print(json.dumps(dict(peak=b.run_peak({peak!r}), "
+             f"matmuls=b.run_matmuls({dict(peak, impl='matmuls', mode='train')!r}), "
+             "bandwidth=b.run_bandwidth({'impl': 'bandwidth'}), counted=b.parameter_count(c), "
+             "built=albert_tf.AlbertEncoder(c).count_params())))")
+  done = subprocess.run([sys.executable, "-c", workers], capture_output=True, text=True,
                         timeout=600, cwd=ROOT)
   assert done.returncode == 0, done.stderr[-3000:]
-  counted, built = done.stdout.split()[-2:]
-  assert counted == built == "11683584"
+  got = json.loads(done.stdout.strip().splitlines()[-1])
+  assert got["peak"]["gflops"] > 1 and got["matmuls"]["seconds"] > 0
+  assert got["bandwidth"]["memory"] > 1e9 and got["bandwidth"]["cached"] > 1e9
+  assert got["counted"] == got["built"] == 11683584
 
 
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
