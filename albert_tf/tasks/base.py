@@ -351,6 +351,7 @@ class FinetuningTask:
                                            **self.run_record()), self.strategy, opts)
     self.build_features()
     self._predict_fns = {}
+    self._trained_model = None   # set by train(); inference reuses it
 
   # -- what a task gives besides `build_model`, `per_example_loss` (float32 [b] tensors:
   # `loss`, optimized, and metrics, averaged for the logs), `train_dataset`, `evaluate`
@@ -412,8 +413,13 @@ class FinetuningTask:
     if not self.needs_inference():
       return results
     set_precision(self.opts.dtype)
-    with self.strategy.scope():
-      model = self.build_model()
+    # The trained model itself when this run trained: the best weights are read into it,
+    # and the functions traced for its evaluations during training are reused (a new
+    # model traced them all again: a tenth of a short run's time).
+    model = self._trained_model
+    if model is None:
+      with self.strategy.scope():
+        model = self.build_model()
     weights = self.restore_for_inference(model)
     print(f"Evaluating / predicting with {weights}")
     results.update(self.infer(model, weights))
@@ -435,6 +441,7 @@ class FinetuningTask:
                       evaluate_fn=self.evaluate if self.can_evaluate() else None,
                       best_metric=self.best_metric, initialize=self.source.initialize)
     result = trainer.train()
+    self._trained_model = trainer.model
     best = trainer.best()
     if best:
       print(f"Best dev {self.best_metric} {best[1]:.4f} at step {best[0]}: "
