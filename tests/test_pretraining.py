@@ -113,6 +113,20 @@ def test_multi_worker_matches_one_device(data, tmp_path):
   assert not os.path.exists(tmp_path / "mw" / ".worker_tmp")
 
 
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_each_step_is_traced_once(data, tmp_path, accumulation):
+  """The optimizer's slots exist before the first step: a tf.function that creates
+  variables is traced twice (with and without creating them), which was the longest part
+  of a short run."""
+  task = pretraining.Pretraining(options(data, tmp_path / "out", num_train_steps=3,
+                                         bucket_by_length=False,
+                                         gradient_accumulation_steps=accumulation))
+  task.trainer.train()
+  tr = task.trainer
+  steps = [tr._train_step] if accumulation == 1 else [tr._micro_step, tr._apply_step]  # pylint: disable=protected-access
+  assert [f.experimental_get_tracing_count() for f in steps] == [1] * len(steps)
+
+
 def test_the_accumulated_gradient_is_the_large_batch_gradient(data, tmp_path):
   """4 micro-batches of 2 leave in the buffers the gradient of the 8 as one batch: the
   masked-LM loss averaged over the whole update's masked tokens, not each micro-batch's."""

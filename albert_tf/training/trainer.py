@@ -171,6 +171,9 @@ class Trainer:
       self.schedule = AlbertLearningRate(opts.learning_rate, opts.train_steps, opts.warmup_steps,
                                          opts.start_warmup_step, opts.poly_power)
       self.optimizer = create_optimizer(opts.optimizer, self.schedule, opts.dtype)
+      # The slots now, not in the first step: a tf.function that creates variables is
+      # traced twice (with and without creating them), the longest part of a short run.
+      self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
       self._buffers = None
       if opts.gradient_accumulation_steps > 1:   # per replica: summed there, all-reduced once
         self._buffers = [tf.Variable(tf.zeros(v.shape, tf.float32), trainable=False,
