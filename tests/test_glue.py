@@ -23,7 +23,9 @@ from albert_tf.training import metrics
 from albert_tf.training import trainer as training
 from albert_tf.data import glue, records
 from albert_tf.files import WriteFailed
+from albert_tf.hub import export as export_module
 from albert_tf.hub.export import export_from_sources
+from albert_tf.text.preprocessing import AlbertTokenizer
 from common import split_logits_by_bucketing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -672,6 +674,23 @@ def test_mnli_writes_both_submissions_and_ax_is_predicted_with_its_model(model_f
 def _losses(output_dir):
   with open(os.path.join(output_dir, "train_log.csv")) as f:
     return [float(r["loss"]) for r in csv.DictReader(f)]
+
+
+def test_prediction_and_serving_trace_the_model_once(model_files, tmp_path):
+  """The dropout layers' generators are made before the first trace: one made inside it
+  makes tf.function trace a second time (each trace of a model is most of a short run)."""
+  run = classifier.GlueRun(options(model_files, tmp_path / "out", do_train=False, do_eval=True,
+                                   bucket_by_length=False, eval_batch_size=40))   # 5 x 40
+  model = run.build_model()
+  run.restore_for_inference(model)
+  run.split_logits(model, "dev")
+  assert run._predict_fns[id(model)].experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  fresh = run.build_model()
+  root = export_module._ServingClassifier(  # pylint: disable=protected-access
+      fresh, AlbertTokenizer(model_files["spm"]), SEQ, ("0", "1"))
+  classify = tf.function(lambda a, b: root.classify([a, b]), autograph=False)
+  classify(tf.constant(["a b"]), tf.constant(["c"]))
+  assert classify.experimental_get_tracing_count() == 1
 
 
 def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_path,

@@ -330,6 +330,7 @@ class _ServingClassifier(tf.Module):
   def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
                labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None):
     super().__init__(name="albert_classifier")
+    random_generators(model)   # made now: one made in the first trace traces it twice
     self.model, self.tokenizer, self._threshold = model, tokenizer, threshold
     self._pack = lambda segments: pack_segments(segments, seq_length, tokenizer.cls_id,
                                                 tokenizer.sep_id, tokenizer.pad_id)

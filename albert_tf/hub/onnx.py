@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf.files import writing
 from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
+from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertQuestionAnswerer)
 
@@ -40,6 +41,7 @@ def inference_function(model):
   if v2:
     spec.append(tf.TensorSpec([None, None], tf.float32, name="p_mask"))
   encoder = model.encoder if isinstance(model, AlbertPretrainer) else model
+  random_generators(model)   # made now: one made in the first trace traces it twice
 
   def call(*tensors):
     inputs = dict(zip([s.name for s in spec], tensors))

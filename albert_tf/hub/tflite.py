@@ -19,6 +19,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import ENCODER_INPUTS as INPUT_KEYS, AlbertClassifier
 from albert_tf.text import lite, packing
 from albert_tf.text.tokenization import FullTokenizer
@@ -89,6 +90,7 @@ class LiteClassifier(_LiteModule):
   def __init__(self, model: AlbertClassifier, tokenizer: FullTokenizer, seq_length: int,
                text_fields: Sequence[str], regression: bool):
     self.model, self.regression = model, regression
+    random_generators(model)   # made now: one made in the first trace traces it twice
     super().__init__(tokenizer, seq_length, text_fields, "albert_lite_classifier")
 
   def _serve(self, inputs):
@@ -112,6 +114,7 @@ class LiteEncoder(_LiteModule):
   def __init__(self, encoder, tokenizer: FullTokenizer, seq_length: int,
                text_fields: Sequence[str]):
     self.encoder = encoder
+    random_generators(encoder)   # made now: one made in the first trace traces it twice
     super().__init__(tokenizer, seq_length, text_fields, "albert_lite_encoder")
 
   def _serve(self, inputs):

@@ -21,6 +21,7 @@ from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlo
                              write_json)
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.formats import ModelDirectory, load_checkpoint, read_model_directory, resolve
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
@@ -464,10 +465,13 @@ class FinetuningTask:
   def predict(self, model, data: tf.data.Dataset, inputs: Optional[List[str]] = None):
     """Yields (batch, outputs as NumPy) over `data`, with one traced function per model."""
     if id(model) not in self._predict_fns:
+      random_generators(model)   # made now: one made in the first trace traces it twice
       keys = inputs
+      # reduce_retracing: after two batch shapes (a last partial batch, another bucket
+      # width) one trace of unknown sizes serves the rest, not one trace per shape.
       self._predict_fns[id(model)] = tf.function(
           lambda batch: model(batch if keys is None else {k: batch[k] for k in keys},
-                              training=False), autograph=False)
+                              training=False), autograph=False, reduce_retracing=True)
     predict = self._predict_fns[id(model)]
     for batch in data:
       outputs = predict(batch)
