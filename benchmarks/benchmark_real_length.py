@@ -26,7 +26,8 @@ from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.text import tokenization  # pylint: disable=g-bad-import-order
 from albert_tf.training import logs  # pylint: disable=g-bad-import-order
 
-flags.DEFINE_enum("preset", "base", ["base", "small"], "base: ALBERT-base; small: H=128, 4 layers.")
+flags.DEFINE_enum("preset", "base", ["base", "small", "tiny"],
+                  "base: ALBERT-base; small: H=128, 4 layers; tiny: H=32, 2 layers (a check).")
 flags.DEFINE_list("runs", ["512:buckets", "128:buckets", "512:fixed", "128:fixed"],
                   "max_seq_length:buckets|fixed of each run (fixed = --nobucket_by_length).")
 flags.DEFINE_integer("steps", 40, "Training steps per run.")

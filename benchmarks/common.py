@@ -29,7 +29,11 @@ def pydoc_vocabulary(vocab_size: int = VOCAB_SIZE, spm_model_file=None) -> str:
 
 
 def preset_config(preset: str) -> AlbertConfig:
-  """"small" (H=128, 4 layers), or any AlbertConfig preset ("base", "xxlarge_v2", ...)."""
+  """"small" (H=128, 4 layers), "tiny" (H=32, 2 layers: a check that a benchmark runs, in
+  the tests), or any AlbertConfig preset ("base", "xxlarge_v2", ...)."""
+  if preset == "tiny":
+    return AlbertConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64)
   if preset == "small":
     return AlbertConfig(embedding_size=64, hidden_size=128, num_hidden_layers=4,
                         num_attention_heads=4, intermediate_size=512)
@@ -65,7 +69,7 @@ def plain_step(encoder, mode: str, jit_compile=False, pooled=None):
 
 def workspace(prefix: str, preset: str):
   """(directory, SentencePiece model, albert_config.json) for a benchmark: ALBERT-base
-  ("base") or a small model ("small": H=128, 4 layers), with a pydoc vocabulary."""
+  ("base") or another `preset_config` ("small", "tiny"), with a pydoc vocabulary."""
   tmp = tempfile.mkdtemp(prefix=prefix)
   corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
   spm = vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=VOCAB_SIZE)

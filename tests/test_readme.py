@@ -178,10 +178,10 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
 
 
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
-  """Its runs are real run_classifier.py processes (a small model, a few steps), each
+  """Its runs are real run_classifier.py processes (a tiny model, a few steps), each
   reporting its training time and dev accuracy, and an R per padding mode."""
   done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_real_length.py"),
-                         "--preset=small", "--steps=4", "--batch_size=4", "--rounds=1",
+                         "--preset=tiny", "--steps=4", "--batch_size=4", "--rounds=1",
                          "--runs=128:buckets,64:buckets,128:fixed,64:fixed"],
                         capture_output=True, text=True, timeout=900)
   assert done.returncode == 0, done.stderr[-3000:]
