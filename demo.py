@@ -112,7 +112,8 @@ def main(argv):
   timings["pretraining data"] = _run(
       "2. Pretraining data (sentence-order pairs, n-gram masking)", "create_pretraining_data.py",
       input_file=corpus, output_file=shards, spm_model_file=spm_model, max_seq_length=SEQ,
-      max_predictions_per_seq=20, dupe_factor=1 if quick else 4, num_workers=2)
+      max_predictions_per_seq=20, dupe_factor=1 if quick else 4,
+      num_workers=1 if quick else 2)   # each worker process imports TensorFlow anew
 
   config_file = os.path.join(out, "albert_config.json")
   with open(config_file, "w") as f:
