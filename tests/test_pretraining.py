@@ -279,7 +279,7 @@ def test_bad_inputs_fail_before_training(data, tmp_path):
 def test_kill_9_then_rerun_equals_uninterrupted_run(data, tmp_path):
   import signal
   import time
-  steps, every = 300, 20
+  steps, every = 160, 20   # killed past step 40: 120 steps left to land the kill in
   pretraining.run(options(data, tmp_path / "straight", num_train_steps=steps,
                           save_checkpoints_steps=every, log_steps=50))
   out = tmp_path / "killed"
