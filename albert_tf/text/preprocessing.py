@@ -50,6 +50,40 @@ _PREDICATES = {
 }
 
 
+def _code_points():
+  """Every code point but the surrogates."""
+  return (cp for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+
+
+def _class_of(code_points) -> str:
+  """An RE2 character class of increasing `code_points`, as ranges."""
+  ranges, start, prev = [], None, None
+  for cp in code_points:
+    if start is None:
+      start = cp
+    elif cp != prev + 1:
+      ranges.append((start, prev))
+      start = cp
+    prev = cp
+  if start is not None:
+    ranges.append((start, prev))
+  return "[" + "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
+                       for a, b in ranges) + "]"
+
+
+@functools.lru_cache(maxsize=None)
+def _sigma_classes() -> Dict[str, str]:
+  """The three final-sigma classes in one pass (each code point is in exactly one):
+  cased (a Σ after it is final), case-ignorable (skipped looking for one), other."""
+  members = {"sigma_cased": [], "sigma_ignorable": [], "sigma_other": []}
+  for cp in _code_points():
+    c = chr(cp)
+    kind = ("sigma_cased" if _sigma_is_final_after(c) else
+            "sigma_ignorable" if ("A" + c + "\u03a3").lower()[-1] == "\u03c2" else "sigma_other")
+    members[kind].append(cp)
+  return {kind: _class_of(cps) for kind, cps in members.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _char_class(kind: str) -> str:
   """An RE2 character class of every code point for which Python's predicate holds.
@@ -58,22 +92,10 @@ def _char_class(kind: str) -> str:
   WordPiece predicates, so the in-graph rules match `preprocess_text`, the
   digit-comma rule and `BasicTokenizer` character for character.
   """
+  if kind.startswith("sigma_"):
+    return _sigma_classes()[kind]
   predicate = _PREDICATES[kind]
-  ranges, start, prev = [], None, None
-  for cp in range(sys.maxunicode + 1):
-    if 0xD800 <= cp <= 0xDFFF:
-      continue
-    if predicate(chr(cp)):
-      if start is None:
-        start = cp
-      elif cp != prev + 1:
-        ranges.append((start, prev))
-        start = cp
-      prev = cp
-  if start is not None:
-    ranges.append((start, prev))
-  return "[" + "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
-                       for a, b in ranges) + "]"
+  return _class_of(cp for cp in _code_points() if predicate(chr(cp)))
 
 
 def normalize(strings: tf.Tensor, lower: bool = True) -> tf.Tensor:
