@@ -28,25 +28,18 @@ def _sigma_is_final_after(c: str) -> bool:
   return (c + "\u03a3").lower()[-1] == "\u03c2"
 
 
-def _case_ignorable(c: str) -> bool:
-  """Python skips these looking for the cased letter before a final sigma."""
-  return ("A" + c + "\u03a3").lower()[-1] == "\u03c2" and not _sigma_is_final_after(c)
-
-
 _PREDICATES = {
     "space": str.isspace,
     "digit": str.isdigit,
     "combining": lambda c: unicodedata.combining(c) != 0,
     # WordPiece (BasicTokenizer): what its clean-up removes, its word separators, its
-    # punctuation, CJK ideographs, nonspacing marks (accents), and the final-sigma context.
+    # punctuation, CJK ideographs, nonspacing marks (accents). (The final-sigma classes:
+    # `_sigma_classes`.)
     "wp_removed": lambda c: c in "\x00\ufffd" or wordpiece._is_control(c),
     "wp_space": lambda c: wordpiece._is_whitespace(c) or c.isspace(),
     "wp_punctuation": wordpiece._is_punctuation,
     "wp_cjk": lambda c: wordpiece._is_chinese_char(ord(c)),
     "wp_mn": lambda c: unicodedata.category(c) == "Mn",
-    "sigma_cased": _sigma_is_final_after,
-    "sigma_ignorable": _case_ignorable,
-    "sigma_other": lambda c: not (_sigma_is_final_after(c) or _case_ignorable(c)),
 }
 
 
@@ -78,8 +71,9 @@ def _sigma_classes() -> Dict[str, str]:
   members = {"sigma_cased": [], "sigma_ignorable": [], "sigma_other": []}
   for cp in _code_points():
     c = chr(cp)
-    kind = ("sigma_cased" if _sigma_is_final_after(c) else
-            "sigma_ignorable" if ("A" + c + "\u03a3").lower()[-1] == "\u03c2" else "sigma_other")
+    kind = ("sigma_cased" if _sigma_is_final_after(c) else     # Python skips the ignorable
+            "sigma_ignorable" if ("A" + c + "\u03a3").lower()[-1] == "\u03c2"   # looking back
+            else "sigma_other")
     members[kind].append(cp)
   return {kind: _class_of(cps) for kind, cps in members.items()}
 
