@@ -109,9 +109,7 @@ def normalize(strings: tf.Tensor, lower: bool = True) -> tf.Tensor:
 def _lower_table():
   """Code points whose `str.lower` is one other code point: (sorted keys, values)."""
   keys, values = [], []
-  for cp in range(sys.maxunicode + 1):
-    if 0xD800 <= cp <= 0xDFFF:
-      continue
+  for cp in _code_points():
     lowered = chr(cp).lower()
     if len(lowered) == 1 and lowered != chr(cp):
       keys.append(cp)
