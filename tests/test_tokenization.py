@@ -1,8 +1,11 @@
 import json
 import os
+import re
 import subprocess
 import sys
+import unicodedata
 
+import numpy as np
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
@@ -109,6 +112,45 @@ def test_pack_inputs_single_and_pair():
   assert packing.pack_inputs(list(range(10, 30)), None, 5, 2, 3)["input_word_ids"] == [2, 10, 11, 12, 3]
   with pytest.raises(ValueError, match="max_seq_length"):
     packing.pack_inputs([1], [2], 2, 2, 3)
+
+
+def test_unicode_tables_are_python_s_rules_at_every_code_point():
+  """The in-graph rules' tables ask Python's functions about assigned code points only:
+  unassigned and private-use ones (87%) must have none of the properties; the others
+  must be in each class exactly when Python's own predicate says so."""
+  tables = preprocessing._unicode_tables()
+  cps = preprocessing._every_code_point()
+  sigma = lambda prefix: (prefix + "\u03a3").lower()[-1] == "\u03c2"
+  rules = {"space": str.isspace, "digit": str.isdigit,
+           "combining": lambda c: unicodedata.combining(c) != 0,
+           "sigma_cased": sigma, "sigma_ignorable": lambda c: not sigma(c) and sigma("A" + c),
+           "lower": lambda c: len(c.lower()) == 1 and c.lower() != c,
+           **preprocessing._PREDICATES}
+  others = [chr(cp) for cp in cps[~tables["assigned"]].tolist()]
+  assert len(others) > 900_000 and {unicodedata.category(c) for c in others} == {"Cn", "Co"}
+  for kind, rule in rules.items():   # every one of them (the WordPiece rules: every 7th)
+    held = [c for c in (others if kind in ("space", "digit", "combining", "sigma_cased",
+                                           "sigma_ignorable", "lower") else others[::7])
+            if rule(c)]
+    assert not held, (kind, [hex(ord(c)) for c in held[:5]])
+  assigned = [chr(cp) for cp in cps[tables["assigned"]].tolist()]
+  classes = {kind: tables[kind] for kind in ("space", "digit", "combining", "sigma_cased",
+                                             "sigma_ignorable")}
+  classes["lower"] = tables["lower"] != 0
+  for kind in preprocessing._PREDICATES:   # the classes as RE2 ranges, read back
+    members = np.zeros(len(cps), bool)
+    for a, b in re.findall(r"\\x\{(\w+)\}(?:-\\x\{(\w+)\})?", preprocessing._char_class(kind)):
+      members[np.searchsorted(cps, int(a, 16)):np.searchsorted(cps, int(b or a, 16)) + 1] = True
+    classes[kind] = members
+  for kind, members in classes.items():
+    got = members[tables["assigned"]].tolist()
+    wrong = [c for c, m in zip(assigned, got) if m != rules[kind](c)]
+    assert not wrong, (kind, [hex(ord(c)) for c in wrong[:5]])
+  lowered = {ord(c): ord(c.lower()) for c in assigned if rules["lower"](c)}
+  assert dict(zip(cps[classes["lower"]].tolist(),
+                  tables["lower"][classes["lower"]].tolist())) == lowered
+  assert tables["sigma_other"].tolist() == (~(tables["sigma_cased"] |
+                                              tables["sigma_ignorable"])).tolist()
 
 
 def test_in_graph_ids_identical(tokenizer, spm_model):
