@@ -135,6 +135,38 @@ def test_encoder_savedmodel_trains_in_keras(released):
                                 layer(x, training=False)["pooled_output"].numpy())
 
 
+def test_inference_traces_hold_no_custom_gradients_and_still_differentiate(released):
+  """The module's inference traces (`training=False`, `serving_default`) are saved without
+  albert_tf's custom gradients (each one's gradient function is saved and loaded again: a
+  third of an export), the training traces with them; TensorFlow differentiates the
+  inference traces itself, to the in-process model's gradients within 1e-5."""
+  loaded = released.loaded
+  x = encoder_inputs(random_inputs(released.cfg))
+  for key, function in (("default", loaded.__call__), ("mlm", loaded.mlm), ("sop", loaded.sop)):
+    specs = {k: tf.TensorSpec([None, None], tf.int32)
+             for k in x.keys() | ({"masked_lm_positions"} if key == "mlm" else set())}
+    custom = lambda training: [n.name for f in function.get_concrete_function(
+        specs, training=training).graph.as_graph_def().library.function
+                               for n in f.node_def if "_gradient_op_type" in n.attr]
+    assert not custom(False), key
+    assert custom(True), key          # (LayerNorm's, the shared weights' sums)
+  serving = loaded.signatures["serving_default"].graph.as_graph_def()
+  assert not [n.name for f in serving.library.function for n in f.node_def
+              if "_gradient_op_type" in n.attr]
+  layer = hub.KerasLayer(loaded, trainable=True)
+  model = released.model.encoder
+  with tf.GradientTape(persistent=True) as tape:
+    loss = lambda out: (tf.reduce_sum(out["sequence_output"] ** 2)
+                        + tf.reduce_sum(out["pooled_output"] ** 2))
+    got, want = loss(layer(x, training=False)), loss(model(x, training=False))
+  want_grads = tape.gradient(want, model.trainable_weights)
+  got_grads = tape.gradient(got, layer.trainable_weights)   # (the same variables, in order)
+  assert [v.shape for v in layer.trainable_weights] == [v.shape for v in model.trainable_weights]
+  for v, g, w in zip(model.trainable_weights, got_grads, want_grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(w).numpy(),
+                               rtol=1e-5, atol=1e-5, err_msg=v.name)
+
+
 def test_encoder_savedmodel_assets(released):
   loaded = released.loaded
   config = AlbertConfig.from_json_file(loaded.albert_config_file.asset_path.numpy().decode())

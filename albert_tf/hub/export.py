@@ -44,6 +44,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.models import AlbertPretrainer
+from albert_tf.modeling.tracing import inference_only
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
 from albert_tf.text.tokenization import FullTokenizer
 
@@ -91,12 +92,15 @@ def _traced_root(pretrainer, core, mlm, sop):
                    training=bool(training))
     function = tf.function(call_with_default, autograph=False)
     specs = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in keys}
+    # The inference traces without custom gradients (fine-tuning calls the training ones).
     for training in (True, False):
-      graph.get_concrete_function(specs, training=training)
+      with contextlib.nullcontext() if training else inference_only():
+        graph.get_concrete_function(specs, training=training)
     for dtype in dtypes:
       specs = {k: tf.TensorSpec([None, None], dtype, name=k) for k in keys}
       for training in (None, True, False):
-        function.get_concrete_function(specs, training=training)
+        with contextlib.nullcontext() if training else inference_only():
+          function.get_concrete_function(specs, training=training)
     return function
 
   root = tf.__internal__.tracking.AutoTrackable()
@@ -292,6 +296,8 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
     model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     c = pretrainer.config
     serve = _serving_signature(pretrainer.encoder, c.num_hidden_layers * c.inner_group_num)
+    with save_context.save_context(options), inference_only():
+      serve.get_concrete_function()
     tf.saved_model.save(model, saved, signatures={"serving_default": serve}, options=options)
   logging.info("Exported the ALBERT encoder SavedModel to %s", export_path)
   return export_path
@@ -379,7 +385,11 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
                                   input_signature=[spec("sentence1")], autograph=False)
     _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
-    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__})
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options), inference_only():   # traced once, for serving
+      root.__call__.get_concrete_function()
+    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
+                        options=options)
     with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
       json.dump(dict(kind="classifier", **(record or {})), f, indent=2, sort_keys=True)
   logging.info("Exported the classifier SavedModel to %s", export_path)

@@ -9,7 +9,7 @@ from albert_tf.modeling import fused
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import AlbertEmbeddings, AlbertTransformerBlock
 from albert_tf.modeling.layers.transformer import DERIVED_WEIGHTS
-from albert_tf.modeling.tracing import plain_python
+from albert_tf.modeling.tracing import custom_gradient, plain_python
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -25,7 +25,7 @@ def as_config(config: Union[AlbertConfig, dict]) -> AlbertConfig:
   raise TypeError(f"expected an AlbertConfig, dict or preset name, got {type(config).__name__}")
 
 
-@tf.custom_gradient
+@custom_gradient
 def sum_gradients_in_order(weight: tf.Tensor) -> tf.Tensor:
   """Identity for a shared weight between two applications; in the backward pass
   each application's gradient is added to the running sum as soon as it exists.
@@ -50,7 +50,7 @@ def use_in_compute_dtype(compute_value: tf.Tensor, master: tf.Tensor, uses: int 
   gradients in float32, in one pass (`fused.accumulate`): the L applications' 16-bit
   gradients are summed in float32, with at most the sum and `uses` applications'
   gradients alive."""
-  @tf.custom_gradient
+  @custom_gradient
   def use(compute_value, master):
     values = tuple(tf.identity(compute_value) for _ in range(uses))
     def grad(*upstream):

@@ -57,6 +57,8 @@ import math
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.ops import gen_xla_ops  # XLA's variadic reduce
 
+from albert_tf.modeling.tracing import custom_gradient
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -157,7 +159,7 @@ def _group_sums(x):
   return _sums_of_groups(_float32(x))
 
 
-@tf.custom_gradient
+@custom_gradient
 def bias_gelu(x, bias):
   """gelu(x + bias), the tanh approximation (the original's "gelu"): x [R, I], bias [I]."""
   def grad(upstream):
@@ -217,7 +219,7 @@ def bias_dropout_add_norm(x, bias, residual, gamma, beta, epsilon, keep=None, ra
   """
   rate, epsilon = float(rate), float(epsilon)
 
-  @tf.custom_gradient
+  @custom_gradient
   def add_norm(x, bias, residual, gamma, beta):
     out, mean, rstd = _add_norm_forward(x, bias, keep, rate, residual, gamma, beta, epsilon)
 
@@ -260,7 +262,7 @@ def projection(x, kernel, bias, scale, scaled_kernel):
   if kernel is None:   # inference: no gradient, so only the forward's kernel
     return forward(x, bias, scaled_kernel)
 
-  @tf.custom_gradient
+  @custom_gradient
   def project(x, kernel, bias, scaled_kernel):
     def grad(upstream):                                                      # [R, O]
       return (tf.matmul(upstream, kernel, transpose_b=True),                # [R, I]
@@ -296,7 +298,7 @@ def attention_probs(q, k, attention_bias, scale):
   mask = tf.cast(attention_bias, q.dtype)                                    # [B, 1, 1, S]
   factor = tf.constant(scale, q.dtype)
 
-  @tf.custom_gradient
+  @custom_gradient
   def probs_of(q, k):
     probs = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * factor + mask, axis=-1)
 

@@ -10,7 +10,7 @@ largest after the GELU (see `benchmarks/benchmark_peers.py`).
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.modeling.tracing import plain_python
+from albert_tf.modeling.tracing import custom_gradient, plain_python
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")
@@ -35,7 +35,7 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 
 def _layer_norm(x, gamma, beta, epsilon):
-  @tf.custom_gradient
+  @custom_gradient
   def forward(x, gamma, beta):
     x32 = tf.cast(x, tf.float32)                                             # [..., H]
     centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)

@@ -9,13 +9,13 @@ from albert_tf.modeling import activations
 from albert_tf.modeling import fused
 from albert_tf.modeling.recompute import recompute_grad
 from albert_tf.modeling.layers.layer_norm import LayerNorm
-from albert_tf.modeling.tracing import plain_python
+from albert_tf.modeling.tracing import custom_gradient, plain_python
 
 # Legend for shape comments: B batch, S sequence, H hidden, N heads, D = H / N
 # head size, I intermediate size, T = B * S tokens.
 
 
-@tf.custom_gradient
+@custom_gradient
 def dense_of_known_value(inputs, kernel, bias, value):
   """`inputs @ kernel + bias` whose value is known already: returns `value` [R, O], with
   the dense layer's gradients for `inputs` [R, I], `kernel` [I, O] and `bias` [O]."""
@@ -27,7 +27,7 @@ def dense_of_known_value(inputs, kernel, bias, value):
   return tf.identity(value), grad
 
 
-@tf.custom_gradient
+@custom_gradient
 def matmul_of_known_value(inputs, kernel, value):
   """`inputs @ kernel` whose value is known already: returns `value` [R, O], with the
   matmul's gradients for `inputs` [R, I] and `kernel` [I, O]."""
