@@ -3,6 +3,8 @@
 import json
 import os
 import shutil
+import sys
+import unicodedata
 
 import numpy as np
 import pytest
@@ -87,6 +89,20 @@ def _valid(text):
     return True
   except UnicodeEncodeError:
     return False
+
+
+def test_albert_normalization_leaves_unassigned_and_private_use_code_points_alone():
+  """The on-device character map asks ALBERT's normalization about assigned code points
+  only: every unassigned or private-use one (every 3rd beyond the BMP) must map to itself,
+  lower-cased or not."""
+  others = [chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF
+            and (cp < 0x10000 or cp % 3 == 0)
+            and unicodedata.category(chr(cp)) in ("Cn", "Co")]
+  assert len(others) > 300_000
+  for lower in (True, False):
+    changed = [c for c in others if lite._albert_normalize_char(c, lower) != c]
+    assert not changed, [hex(ord(c)) for c in changed[:5]]
+  assert lite._albert_normalize_char("\u00c9", True) == "e"   # (an assigned one: changed)
 
 
 def test_limitation_word_final_capital_sigma(tokenizer, spm_model):

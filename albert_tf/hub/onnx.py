@@ -25,6 +25,7 @@ import tensorflow as tf
 from albert_tf.files import writing
 from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
+from albert_tf.modeling.tracing import inference_only
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                        AlbertQuestionAnswerer)
 
@@ -57,7 +58,8 @@ def inference_function(model):
       return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
     return dict(outputs)                                               # the span heads
   function = tf.function(call, input_signature=spec, autograph=False)
-  names = sorted(function.get_concrete_function().structured_outputs)
+  with inference_only():   # the graph tf2onnx reads: no custom gradients' IdentityN ops
+    names = sorted(function.get_concrete_function().structured_outputs)
   return function, spec, names
 
 

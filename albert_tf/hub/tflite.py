@@ -20,6 +20,7 @@ import tensorflow_text as tf_text
 
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
+from albert_tf.modeling.tracing import inference_only
 from albert_tf.modeling.models import ENCODER_INPUTS as INPUT_KEYS, AlbertClassifier
 from albert_tf.text import lite, packing
 from albert_tf.text.tokenization import FullTokenizer
@@ -153,8 +154,9 @@ def convert(module: _LiteModule, quantization: str = "none",
   """
   if quantization not in QUANTIZATIONS:
     raise ValueError(f"--quantization={quantization}: one of {', '.join(QUANTIZATIONS)}")
-  converter = tf.lite.TFLiteConverter.from_concrete_functions(
-      [module.serve.get_concrete_function()], module)
+  with inference_only():   # no custom gradients for the converter's SavedModel to trace
+    serve = module.serve.get_concrete_function()
+  converter = tf.lite.TFLiteConverter.from_concrete_functions([serve], module)
   converter.allow_custom_ops = True   # the TF Text tokenizer ops, registered at run time
   if quantization != "none":
     converter.optimizations = [tf.lite.Optimize.DEFAULT]

@@ -50,14 +50,13 @@ def _rules(model: bytes, lower: bool) -> Dict[str, str]:
   """
   own = spm.SentencePieceNormalizer(model_proto=model, add_dummy_prefix=False,
                                     escape_whitespaces=False, remove_extra_whitespaces=False)
-  rules = {}
-  for cp in range(sys.maxunicode + 1):
-    if 0xD800 <= cp <= 0xDFFF:
-      continue
-    c = chr(cp)
-    target = own.normalize(_albert_normalize_char(c, lower))
-    if target != c:
-      rules[c] = target
+  chars = [chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF]
+  # ALBERT's normalization leaves unassigned and private-use code points (87%) as they are
+  # (tests/test_tflite.py): asked about the others only, the model's own about all, in one
+  # call (0.7 s a conversion, against 1.4 s one code point at a time).
+  albert = [c if unicodedata.category(c) in ("Cn", "Co") else _albert_normalize_char(c, lower)
+            for c in chars]
+  rules = {c: target for c, target in zip(chars, own.normalize(albert)) if target != c}
   for quotes in ("``", "''"):
     rules[quotes] = own.normalize('"')
   for cp in range(0xAC00, 0xD7A4):                     # Hangul syllables
