@@ -156,7 +156,12 @@ def convert(module: _LiteModule, quantization: str = "none",
     raise ValueError(f"--quantization={quantization}: one of {', '.join(QUANTIZATIONS)}")
   with inference_only():   # no custom gradients for the converter's SavedModel to trace
     serve = module.serve.get_concrete_function()
-  converter = tf.lite.TFLiteConverter.from_concrete_functions([serve], module)
+  # What the converter saves (and loads back) to convert: what `serve` reads, not the Keras
+  # model, whose own saving traces its calls again for metadata no converter reads.
+  saved = tf.__internal__.tracking.AutoTrackable()
+  saved.variables = list(module.variables)
+  saved.tokenize = getattr(module, "tokenize", None)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions([serve], saved)
   converter.allow_custom_ops = True   # the TF Text tokenizer ops, registered at run time
   if quantization != "none":
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
