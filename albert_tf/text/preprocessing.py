@@ -284,6 +284,11 @@ class AlbertTokenizer(keras.layers.Layer):
         tf.cast(self._sp.string_to_id(pieces.flat_values), tf.int32))
 
   @property
+  def text_tokenizers(self) -> list:
+    """Its tensorflow-text tokenizers: what a SavedModel that calls it must track."""
+    return [t for t in (getattr(self, "_sp", None), getattr(self, "_wordpiece", None)) if t]
+
+  @property
   def cls_id(self) -> int:
     return self._reference.cls_id
 
