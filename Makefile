@@ -12,7 +12,10 @@ STAMP := $(VENV)/.installed
 WORKERS ?= 3
 PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
-export PYTHONDONTWRITEBYTECODE = 1
+# albert_tf's bytecode is cached (in __pycache__/, which git ignores), even where the
+# environment turns caching off: the ~60 Python processes a test run starts then each skip
+# compiling albert_tf's modules (import 3.6 -> 3.3 CPU-s; docs/testing.md).
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: test test-fast demo bench venv clean
 
