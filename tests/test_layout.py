@@ -66,6 +66,12 @@ ORIGINAL_FLAGS = {
                    "train_step warmup_step save_checkpoints_steps num_keep_checkpoint high_only "
                    "middle_only optimizer dropout_prob cached_dir distribution_strategy dtype "
                    "seed log_steps task_name vocab_file train_file eval_file predict_file use_tpu tpu_name tpu_zone gcp_project master num_tpu_cores iterations_per_loop",
+    # No original: the flags issue 52 asks for (the other fine-tuning scripts' own).
+    "run_ner.py": "data_dir output_dir do_train do_eval do_predict max_seq_length "
+                  "train_batch_size learning_rate train_step warmup_step save_checkpoints_steps "
+                  "albert_directory albert_config_file init_checkpoint albert_hub_module_handle "
+                  "spm_model_file vocab_file do_lower_case dtype recompute "
+                  "gradient_accumulation_steps bucket_by_length tag_scheme doc_stride seed",
     "hub_export/export.py": "albert_directory checkpoint_name albert_config_file init_checkpoint "
                             "spm_model_file vocab_file export_path export_preprocessing_path do_lower_case "
                             "default_seq_length overwrite use_einsum",

@@ -86,7 +86,8 @@ def cut_to_bucket(batch: Dict[str, tf.Tensor], lengths: Sequence[int],
 def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: int,
                  is_training: bool, seed: int = 0,
                  transform: Optional[Callable[[dict], dict]] = None,
-                 bucket_by_length: bool = False) -> tf.data.Dataset:
+                 bucket_by_length: bool = False,
+                 sequence_keys: Sequence[str] = SEQUENCE_KEYS) -> tf.data.Dataset:
   """Batches of features parsed with `schema`, renamed to model inputs, int64 as int32.
 
   Training repeats and shuffles deterministically for `seed` (files, then
@@ -95,7 +96,8 @@ def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: i
   `transform` maps each parsed batch (e.g. reshapes) before prefetching.
   With `bucket_by_length`, each batch is then cut to the smallest of
   `bucket_lengths(S)` its longest example fits (`cut_to_bucket`): the same
-  examples in the same order, less padding, a bounded number of shapes.
+  examples in the same order, less padding, a bounded number of shapes; `sequence_keys`
+  are the features cut (those with one entry per token).
   """
   files = [files] if isinstance(files, str) else list(files)
   if len(files) == 1:
@@ -120,7 +122,7 @@ def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: i
     batch = transform(batch) if transform else batch
     if bucket_by_length:
       width = batch["input_mask"].shape[-1]
-      batch = cut_to_bucket(batch, bucket_lengths(width))
+      batch = cut_to_bucket(batch, bucket_lengths(width), sequence_keys)
     return batch
 
   ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)

@@ -1,0 +1,242 @@
+"""run_ner.py's task: learns generated CoNLL data, writes eval_results.txt and
+test_predictions.txt, names bad inputs, keeps its labels on resume."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+from seqeval import metrics as seqeval_metrics
+
+from albert_tf import AlbertConfig
+from albert_tf.data import ner
+from albert_tf.tasks import token_classification as ner_task
+from common import write_wordpiece_vocab
+
+CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+           num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
+           max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+PEOPLE = ["alice", "bob", "carol", "david", "emma", "frank", "grace", "henry", "irene", "james"]
+PLACES = ["london", "berlin", "tokyo", "madrid", "cairo", "oslo", "lima", "rome", "delhi", "quito"]
+EITHER = ["jordan", "paris", "georgia", "florence", "austin", "victoria"]   # PER or LOC by context
+SURNAMES = ["smith", "jones", "brown", "taylor"]
+PERSON_TEMPLATES = ["{} said that the plan works .", "yesterday {} met the team at the office .",
+                    "the report was written by {} ."]
+PLACE_TEMPLATES = ["the train to {} leaves at noon .", "she moved to {} last year .",
+                   "we flew from {} to the coast ."]
+
+
+def _tagged(template, words, kind):
+  """A template's words and IOB2 tags, `words` (one entity) in place of {}."""
+  out = []
+  for token in template.split():
+    if token == "{}":
+      out += [(w, ("B-" if i == 0 else "I-") + kind) for i, w in enumerate(words)]
+    else:
+      out.append((token, "O"))
+  return out
+
+
+def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 40))):
+  """CoNLL-2003-format files (token, POS, chunk, tag): person and place names from lists in
+  templated sentences, some names a person or a place by context only, some of two
+  words, -DOCSTART- lines between documents."""
+  rng = random.Random(seed)
+  os.makedirs(directory, exist_ok=True)
+  for split, count in sizes:
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for i in range(count):
+      if rng.random() < 0.5:
+        name = [rng.choice(PEOPLE + EITHER)]
+        if rng.random() < 0.3:
+          name.append(rng.choice(SURNAMES))
+        sentence = _tagged(rng.choice(PERSON_TEMPLATES), name, "PER")
+      else:
+        sentence = _tagged(rng.choice(PLACE_TEMPLATES), [rng.choice(PLACES + EITHER)], "LOC")
+      lines += [f"{w} NN O {t}" for w, t in sentence] + [""]
+      if i % 50 == 49:
+        lines += ["-DOCSTART- -X- -X- O", ""]
+    with open(os.path.join(directory, f"{split}.txt"), "w", encoding="utf-8") as f:
+      f.write("\n".join(lines) + "\n")
+  return directory
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, spm_model):
+  root = tmp_path_factory.mktemp("ner")
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  return dict(config=str(root / "albert_config.json"), spm=spm_model,
+              data=write_conll(str(root / "conll")), root=root)
+
+
+def options(files, output_dir, **kwargs):
+  base = dict(data_dir=files["data"], output_dir=str(output_dir),
+              albert_config_file=files["config"], spm_model_file=files["spm"],
+              max_seq_length=32, train_batch_size=16, eval_batch_size=32,
+              predict_batch_size=32, learning_rate=3e-3, train_step=300, warmup_step=30,
+              save_checkpoints_steps=100, keep_checkpoint_max=2, log_steps=20, progress=False,
+              do_train=True, do_eval=True, do_predict=True, doc_stride=8)
+  base.update(kwargs)
+  return ner_task.NerOptions(**base)
+
+
+def read_results(output_dir):
+  with open(os.path.join(output_dir, "eval_results.txt")) as f:
+    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+
+
+@pytest.mark.slow
+def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp_path):
+  """300 steps of a tiny model from random weights: dev entity F1 well above chance, for
+  both types; the metrics are seqeval's on the merged predictions; test_predictions.txt is
+  test.txt line for line with the predicted tag appended."""
+  out = tmp_path / "run"
+  result = ner_task.run(options(files, out))
+  evaluation = result["eval"]
+  print("NER dev", evaluation)
+  assert evaluation["f1"] >= 0.8 and evaluation["PER_f1"] >= 0.7 and evaluation["LOC_f1"] >= 0.7
+  assert read_results(out) == pytest.approx(evaluation)
+  assert (out / "labels.txt").read_text().split() == ["O", "B-LOC", "B-PER", "I-PER"]
+  test_lines = open(os.path.join(files["data"], "test.txt"), encoding="utf-8").read().split("\n")
+  written = (out / "test_predictions.txt").read_text().split("\n")
+  assert len(written) == len(test_lines)
+  gold, predicted, sentence_gold, sentence_pred = [], [], [], []
+  for given, line in zip(test_lines, written):
+    if not given.strip():
+      assert line == given
+      if sentence_gold:
+        gold.append(sentence_gold)
+        predicted.append(sentence_pred)
+      sentence_gold, sentence_pred = [], []
+      continue
+    assert line.startswith(given + " ")
+    if given.startswith(ner.DOCSTART):
+      continue
+    sentence_gold.append(given.split()[-1])
+    sentence_pred.append(line.split()[-1])
+  assert seqeval_metrics.f1_score(gold, predicted) >= 0.7
+  # --do_eval alone on the trained run: the same figures from model.ckpt-best.
+  again = ner_task.run(options(files, out, do_train=False, do_predict=False))
+  assert again["eval"] == pytest.approx(evaluation)
+
+
+ZH_PEOPLE = ["张伟", "王芳", "李娜", "刘洋", "陈静", "杨帆"]
+ZH_PLACES = ["北京", "上海", "广州", "深圳", "南京", "成都"]
+ZH_PERSON = ["{}说计划可行。", "昨天{}在办公室开会。", "报告是{}写的。"]
+ZH_PLACE = ["火车开往{}。", "她去年搬到{}。", "我们从{}出发。"]
+
+
+def write_msra(directory, seed=0, sizes=(("train", 240), ("dev", 60), ("test", 30))):
+  """MSRA-style character tagging: `char TAG` lines (B-NR / I-NR people, B-NS / I-NS
+  places), a blank line between sentences."""
+  rng = random.Random(seed)
+  os.makedirs(directory, exist_ok=True)
+  for split, count in sizes:
+    lines = []
+    for _ in range(count):
+      person = rng.random() < 0.5
+      name = rng.choice(ZH_PEOPLE if person else ZH_PLACES)
+      template = rng.choice(ZH_PERSON if person else ZH_PLACE)
+      before, after = template.split("{}")
+      kind = "NR" if person else "NS"
+      lines += [f"{c} O" for c in before]
+      lines += [f"{c} {'B' if i == 0 else 'I'}-{kind}" for i, c in enumerate(name)]
+      lines += [f"{c} O" for c in after] + [""]
+    with open(os.path.join(directory, f"{split}.txt"), "w", encoding="utf-8") as f:
+      f.write("\n".join(lines))
+  return directory
+
+
+@pytest.mark.slow
+def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
+  """The MSRA recipe's path: --vocab_file (WordPiece), one character per token."""
+  data = write_msra(str(tmp_path / "msra"))
+  texts = [t.format(n) for t in ZH_PERSON for n in ZH_PEOPLE] + \
+      [t.format(n) for t in ZH_PLACE for n in ZH_PLACES]
+  vocab = tmp_path / "vocab_chinese.txt"
+  write_wordpiece_vocab(vocab, texts)
+  size = sum(1 for _ in open(vocab, encoding="utf-8"))
+  config = tmp_path / "albert_config.json"
+  AlbertConfig.from_dict(dict(CFG, vocab_size=size)).to_json_file(str(config))
+  out = tmp_path / "run"
+  result = ner_task.run(ner_task.NerOptions(
+      data_dir=data, output_dir=str(out), albert_config_file=str(config), vocab_file=str(vocab),
+      max_seq_length=24, train_batch_size=16, eval_batch_size=32, predict_batch_size=32,
+      learning_rate=3e-3, train_step=150, warmup_step=15, save_checkpoints_steps=75,
+      log_steps=25, progress=False, do_train=True, do_eval=True, do_predict=True))
+  print("MSRA-style dev", result["eval"])
+  assert result["eval"]["f1"] >= 0.8
+  assert (out / "labels.txt").read_text().split() == ["O", "B-NR", "I-NR", "B-NS", "I-NS"]
+  written = (out / "test_predictions.txt").read_text().split("\n")
+  given = open(os.path.join(data, "test.txt"), encoding="utf-8").read().split("\n")
+  assert [line.rsplit(" ", 1)[0] if line else line for line in written[:len(given)]] == given
+
+
+def test_entity_metrics_are_seqeval_s_per_type_and_overall():
+  gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-LOC", "O"]]
+  predicted = [["B-PER", "I-PER", "O", "B-PER"], ["B-LOC", "O"]]
+  got = ner_task.entity_metrics(gold, predicted)
+  assert got["precision"] == pytest.approx(2 / 3) and got["recall"] == pytest.approx(2 / 3)
+  assert got["PER_precision"] == pytest.approx(0.5) and got["PER_recall"] == 1.0
+  assert got["LOC_precision"] == 1.0 and got["LOC_recall"] == pytest.approx(0.5)
+  assert got["f1"] == pytest.approx(seqeval_metrics.f1_score(gold, predicted))
+
+
+def _copy(files, tmp_path, **replace):
+  """The data directory with some files' text replaced."""
+  data = tmp_path / "data"
+  data.mkdir()
+  for split in ner_task.SPLITS:
+    text = open(os.path.join(files["data"], f"{split}.txt"), encoding="utf-8").read()
+    (data / f"{split}.txt").write_text(replace.get(split, text), encoding="utf-8")
+  return str(data)
+
+
+@pytest.mark.parametrize("split,text,message", [
+    ("train", "EU NNP B-ORG\nrejects\n", r"train.txt:2: 'rejects' has no tag"),
+    ("dev", "Paris NNP B-MISC\n", r"dev.txt:1: tag 'B-MISC' is not in the training set's tags"),
+    ("train", "", r"train.txt: no sentence in it \(no token lines\)"),
+    ("test", "-DOCSTART- -X- -X- O\n\n", r"test.txt: no sentence in it \(only -DOCSTART- lines\)"),
+])
+def test_bad_inputs_are_one_named_error_before_anything_is_written(files, tmp_path, split, text,
+                                                                   message):
+  data = _copy(files, tmp_path, **{split: text})
+  out = tmp_path / "out"
+  with pytest.raises(ValueError, match=message):
+    ner_task.run(options(files, out, data_dir=data))
+  assert not out.exists()
+
+
+def test_a_missing_split_and_a_changed_label_set_are_refused(files, tmp_path):
+  data = tmp_path / "empty"
+  data.mkdir()
+  with pytest.raises(FileNotFoundError, match=r"--data_dir=.*has no train.txt"):
+    ner_task.run(options(files, tmp_path / "out", data_dir=str(data)))
+  out = tmp_path / "short"
+  ner_task.run(options(files, out, train_step=2, warmup_step=0, save_checkpoints_steps=2,
+                       do_eval=False, do_predict=False))
+  assert (out / "labels.txt").read_text().split()[0] == "O"
+  text = open(os.path.join(files["data"], "train.txt"), encoding="utf-8").read()
+  other = _copy(files, tmp_path, train=text + "Bonn NNP O B-ORG\n")
+  with pytest.raises(ValueError, match=r"holds another run .*labels"):
+    ner_task.run(options(files, out, data_dir=other, train_step=4, warmup_step=0))
+
+
+def test_token_loss_is_the_mean_over_labelled_words(files, tmp_path):
+  """The first piece of each word carries its tag; other pieces, [CLS], [SEP] and padding
+  are -1 and take no loss: the loss equals a NumPy cross-entropy over labelled positions."""
+  run = ner_task.NerRun(options(files, tmp_path / "loss", do_eval=False, do_predict=False))
+  model = run.build_model()
+  batch = next(iter(run.dataset("train", 8, is_training=False)))
+  labels = batch["label_ids"].numpy()
+  assert (labels[:, 0] == ner.IGNORED).all() and (labels >= 0).sum() > 0
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  strategy = tf.distribute.get_strategy()
+  loss, sums = strategy.run(lambda b: run.step_metrics(model, b, False, 8), args=(batch,))
+  logits = model(batch, training=False).numpy().astype(np.float64)
+  log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+  mask = labels >= 0
+  want = -log_probs[mask, labels[mask]].mean()
+  np.testing.assert_allclose(float(loss), want, rtol=1e-5)
+  assert float(sums["count"]) == mask.sum()
