@@ -1,5 +1,7 @@
 """Tiny configurations and inputs shared by the tests."""
 
+import os
+
 import numpy as np
 
 # Full sharing (what tf-models-official's AlbertEncoder supports), E != H. Two layers: the
@@ -184,3 +186,9 @@ def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_
                                 do_lower_case=True)
   shutil.rmtree(staging)
   return out
+
+
+def read_results(output_dir):
+  """eval_results.txt of a run: {key: float}."""
+  with open(os.path.join(output_dir, "eval_results.txt")) as f:
+    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}

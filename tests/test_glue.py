@@ -26,7 +26,7 @@ from albert_tf.files import WriteFailed
 from albert_tf.hub import export as export_module
 from albert_tf.hub.export import export_from_sources
 from albert_tf.text.preprocessing import AlbertTokenizer
-from common import split_logits_by_bucketing
+from common import read_results, split_logits_by_bucketing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -336,11 +336,6 @@ def options(files, output_dir, **kwargs):
     base["warmup_step"] = kwargs["train_step"] // 10
   base.update(kwargs)
   return classifier.ClassifierOptions(**base)
-
-
-def read_results(output_dir):
-  with open(os.path.join(output_dir, "eval_results.txt")) as f:
-    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from seqeval import metrics as seqeval_metrics
 from albert_tf import AlbertConfig
 from albert_tf.data import ner
 from albert_tf.tasks import token_classification as ner_task
-from common import write_wordpiece_vocab
+from common import read_results, write_wordpiece_vocab
 
 CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
            num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
@@ -79,11 +79,6 @@ def options(files, output_dir, **kwargs):
               do_train=True, do_eval=True, do_predict=True, doc_stride=8)
   base.update(kwargs)
   return ner_task.NerOptions(**base)
-
-
-def read_results(output_dir):
-  with open(os.path.join(output_dir, "eval_results.txt")) as f:
-    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
 
 
 @pytest.mark.slow

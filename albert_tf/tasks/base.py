@@ -122,6 +122,18 @@ class FinetuningOptions(ModelOptions, RuntimeOptions):
                        "--albert_config_file and --init_checkpoint for mixed precision")
 
 
+@dataclasses.dataclass(kw_only=True)
+class StepOptions(FinetuningOptions):
+  """The flags of the scripts that train for a number of steps and evaluate on dev
+  (run_classifier.py, run_ner.py)."""
+  do_eval: bool = option(False, "Evaluate the best checkpoint on dev.")
+  eval_batch_size: int = option(8, "Evaluation batch size.", at_least=1)
+  train_step: int = option(1000, "Training steps.", training="may grow", at_least=1)
+  warmup_step: int = option(0, "Linear warmup steps.", training="fixed", at_least=0)
+  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
+                                    "apart).", at_least=1)
+
+
 # ----------------------------------------------------------------------------- model source
 
 @dataclasses.dataclass
@@ -448,6 +460,14 @@ class FinetuningTask:
       print(f"Best dev {self.best_metric} {best[1]:.4f} at step {best[0]}: "
             f"{os.path.join(opts.output_dir, BEST_PREFIX)}")
     return result
+
+  def best_step(self) -> Optional[int]:
+    """The step of model.ckpt-best (best_trial.txt), or None before any."""
+    best_file = os.path.join(self.opts.output_dir, "best_trial.txt")
+    if not os.path.exists(best_file):
+      return None
+    with open(best_file) as f:
+      return int(f.readline().split("=")[1])
 
   def restore_for_inference(self, model) -> str:
     """Loads model.ckpt-best of the output dir, else its latest checkpoint, else the

@@ -21,7 +21,7 @@ from albert_tf.data import glue
 from albert_tf.files import atomic_open, fingerprint, write_results
 from albert_tf.hub.loading import export_record
 from albert_tf.modeling.models import AlbertClassifier
-from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
+from albert_tf.tasks.base import FinetuningTask, StepOptions
 from albert_tf.training import metrics as metrics_lib
 
 
@@ -30,19 +30,13 @@ ORIGINAL_FLAGS = dict(TPU_FLAGS)
 
 
 @dataclasses.dataclass(kw_only=True)
-class ClassifierOptions(FinetuningOptions):
+class ClassifierOptions(StepOptions):
   """run_classifier.py's flags (the original's, plus strategy, dtype and seed)."""
   data_dir: str = option(help="The task's GLUE directory (or the GLUE root).")
   task_name: str = option(help="CoLA, MNLI, MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI or AX "
                           "(case-insensitive).")
   do_train: bool = option(False, "Fine-tune on train.tsv.")
-  do_eval: bool = option(False, "Evaluate the best checkpoint on dev.")
   do_predict: bool = option(False, "Write GLUE submission files for the test split.")
-  eval_batch_size: int = option(8, "Evaluation batch size.", at_least=1)
-  train_step: int = option(1000, "Training steps.", training="may grow", at_least=1)
-  warmup_step: int = option(0, "Linear warmup steps.", training="fixed", at_least=0)
-  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
-                                    "apart).", at_least=1)
   cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "
                                      "--output_dir).")
   export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel (raw text in, "
@@ -197,11 +191,7 @@ class GlueRun(FinetuningTask):
 
   def write_eval_results(self, model) -> Dict[str, float]:
     result = self.evaluate(model)
-    best_file = os.path.join(self.opts.output_dir, "best_trial.txt")
-    step = None
-    if os.path.exists(best_file):
-      with open(best_file) as f:
-        step = int(f.readline().split("=")[1])
+    step = self.best_step()
     result = dict(global_step=step if step is not None else -1, **result)
     if "train" in self.examples:
       baseline = majority_baseline(self.examples["train"], self.examples["dev"], self.task)

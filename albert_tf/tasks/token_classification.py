@@ -18,7 +18,7 @@ the whole update (transformers' token classification); the other pieces, [CLS],
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from absl import logging
 import numpy as np
@@ -29,25 +29,19 @@ from albert_tf.data import ner
 from albert_tf.data.records import SEQUENCE_KEYS, read_dataset, write_records
 from albert_tf.files import atomic_open, read_text, write_results
 from albert_tf.modeling.models import AlbertTokenClassifier
-from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
+from albert_tf.tasks.base import FinetuningTask, StepOptions
 
 SPLITS = ("train", "dev", "test")
 LABELS_FILE = "labels.txt"
 
 
 @dataclasses.dataclass(kw_only=True)
-class NerOptions(FinetuningOptions):
+class NerOptions(StepOptions):
   """run_ner.py's flags (the fine-tuning scripts' own, and the data's)."""
   data_dir: str = option(help="A directory with train.txt, dev.txt and test.txt (CoNLL: a "
                          "token per line, its tag in the last column, blank lines between "
                          "sentences).")
   max_seq_length: int = option(128, "Pieces per window, [CLS] and [SEP] included.", at_least=3)
-  do_eval: bool = option(False, "Evaluate the best checkpoint on dev.txt.")
-  eval_batch_size: int = option(8, "Evaluation batch size.", at_least=1)
-  train_step: int = option(1000, "Training steps.", training="may grow", at_least=1)
-  warmup_step: int = option(0, "Linear warmup steps.", training="fixed", at_least=0)
-  keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
-                                    "apart).", at_least=1)
   tag_scheme: str = option("auto", "IOB2, IOB1 or BIOES; auto: detected from train.txt.",
                            choices=("auto",) + ner.SCHEMES)
   doc_stride: int = option(64, "Pieces between the windows of a sentence longer than a "
@@ -175,7 +169,7 @@ class NerRun(FinetuningTask):
     opts, results = self.opts, {}
     if opts.do_eval:
       result = self.evaluate(model)
-      step = _best_step(opts.output_dir)
+      step = self.best_step()
       result = dict(global_step=step if step is not None else -1, **result)
       write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
       for k, v in result.items():
@@ -201,14 +195,6 @@ def _run_record(output_dir: str) -> dict:
 
 def _labelled(batch) -> tf.Tensor:
   return tf.reduce_sum(tf.cast(batch["label_ids"] >= 0, tf.float32))
-
-
-def _best_step(output_dir: str) -> Optional[int]:
-  best_file = os.path.join(output_dir, "best_trial.txt")
-  if not os.path.exists(best_file):
-    return None
-  with open(best_file) as f:
-    return int(f.readline().split("=")[1])
 
 
 def entity_metrics(gold: List[List[str]], predicted: List[List[str]]) -> Dict[str, float]:
