@@ -1,7 +1,7 @@
 """albert_tf against transformers itself, both ways (needs the [bench] extra: torch, transformers).
 
-1. transformers -> albert_tf: AlbertModel, AlbertForPreTraining and
-   AlbertForSequenceClassification with grouped sharing (L=5, G=2, inner
+1. transformers -> albert_tf: AlbertModel, AlbertForPreTraining,
+   AlbertForSequenceClassification and AlbertForTokenClassification with grouped sharing (L=5, G=2, inner
    groups 2), random weights (LayerNorms too), saved with `save_pretrained`
    (safetensors), read by `albert_tf.build_hf_model`; for each hidden_act
    (gelu_new, gelu, relu) the largest difference of every output.
@@ -117,7 +117,8 @@ def transformers_to_albert_tf(torch, transformers, tmp):
   x = random_inputs(GROUPED, batch=3, seq=16)
   for act in ("gelu_new", "gelu", "relu"):
     for cls in (transformers.AlbertModel, transformers.AlbertForPreTraining,
-                transformers.AlbertForSequenceClassification):
+                transformers.AlbertForSequenceClassification,
+                transformers.AlbertForTokenClassification):
       torch.manual_seed(0)
       hf_model = cls(_hf_config(transformers, act)).eval()
       _randomize(torch, hf_model, seed=len(act))
@@ -142,7 +143,9 @@ def albert_tf_to_transformers(torch, transformers, tmp):
     for build, cls in ((lambda: albert_tf.AlbertEncoder(cfg), transformers.AlbertModel),
                        (lambda: albert_tf.AlbertPretrainer(cfg), transformers.AlbertForPreTraining),
                        (lambda: albert_tf.AlbertClassifier(cfg, 3),
-                        transformers.AlbertForSequenceClassification)):
+                        transformers.AlbertForSequenceClassification),
+                       (lambda: albert_tf.AlbertTokenClassifier(cfg, 3),
+                        transformers.AlbertForTokenClassification)):
       keras.utils.set_random_seed(1)
       model = build()
       for v in model.variables:   # random everywhere, as above

@@ -1,6 +1,7 @@
 """Tiny configurations and inputs shared by the tests."""
 
 import os
+import random
 
 import numpy as np
 
@@ -192,3 +193,54 @@ def read_results(output_dir):
   """eval_results.txt of a run: {key: float}."""
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
     return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+
+
+# ----------------------------------------------------------------------------- NER data
+
+NER_CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+               num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
+               max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+PEOPLE = ["alice", "bob", "carol", "david", "emma", "frank", "grace", "henry", "irene", "james"]
+PLACES = ["london", "berlin", "tokyo", "madrid", "cairo", "oslo", "lima", "rome", "delhi", "quito"]
+EITHER = ["jordan", "paris", "georgia", "florence", "austin", "victoria"]   # PER or LOC by context
+SURNAMES = ["smith", "jones", "brown", "taylor"]
+PERSON_TEMPLATES = ["{} said that the plan works .", "yesterday {} met the team at the office .",
+                    "the report was written by {} ."]
+PLACE_TEMPLATES = ["the train to {} leaves at noon .", "she moved to {} last year .",
+                   "we flew from {} to the coast ."]
+
+
+def _tagged(template, words, kind):
+  """A template's words and IOB2 tags, `words` (one entity) in place of {}."""
+  out = []
+  for token in template.split():
+    if token == "{}":
+      out += [(w, ("B-" if i == 0 else "I-") + kind) for i, w in enumerate(words)]
+    else:
+      out.append((token, "O"))
+  return out
+
+
+def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 40))):
+  """CoNLL-2003-format files (token, POS, chunk, tag): person and place names from lists in
+  templated sentences, some names a person or a place by context only, some of two
+  words, -DOCSTART- lines between documents."""
+  rng = random.Random(seed)
+  os.makedirs(directory, exist_ok=True)
+  for split, count in sizes:
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for i in range(count):
+      if rng.random() < 0.5:
+        name = [rng.choice(PEOPLE + EITHER)]
+        if rng.random() < 0.3:
+          name.append(rng.choice(SURNAMES))
+        sentence = _tagged(rng.choice(PERSON_TEMPLATES), name, "PER")
+      else:
+        sentence = _tagged(rng.choice(PLACE_TEMPLATES), [rng.choice(PLACES + EITHER)], "LOC")
+      lines += [f"{w} NN O {t}" for w, t in sentence] + [""]
+      if i % 50 == 49:
+        lines += ["-DOCSTART- -X- -X- O", ""]
+    with open(os.path.join(directory, f"{split}.txt"), "w", encoding="utf-8") as f:
+      f.write("\n".join(lines) + "\n")
+  return directory

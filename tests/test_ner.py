@@ -1,6 +1,7 @@
 """run_ner.py's task: learns generated CoNLL data, writes eval_results.txt and
 test_predictions.txt, names bad inputs, keeps its labels on resume."""
 
+import json
 import os
 import random
 
@@ -8,59 +9,11 @@ import numpy as np
 import pytest
 from seqeval import metrics as seqeval_metrics
 
-from albert_tf import AlbertConfig
+from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model
 from albert_tf.data import ner
+from albert_tf.tasks import convert
 from albert_tf.tasks import token_classification as ner_task
-from common import read_results, write_wordpiece_vocab
-
-CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-           num_hidden_groups=1, num_attention_heads=2, intermediate_size=64,
-           max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-
-PEOPLE = ["alice", "bob", "carol", "david", "emma", "frank", "grace", "henry", "irene", "james"]
-PLACES = ["london", "berlin", "tokyo", "madrid", "cairo", "oslo", "lima", "rome", "delhi", "quito"]
-EITHER = ["jordan", "paris", "georgia", "florence", "austin", "victoria"]   # PER or LOC by context
-SURNAMES = ["smith", "jones", "brown", "taylor"]
-PERSON_TEMPLATES = ["{} said that the plan works .", "yesterday {} met the team at the office .",
-                    "the report was written by {} ."]
-PLACE_TEMPLATES = ["the train to {} leaves at noon .", "she moved to {} last year .",
-                   "we flew from {} to the coast ."]
-
-
-def _tagged(template, words, kind):
-  """A template's words and IOB2 tags, `words` (one entity) in place of {}."""
-  out = []
-  for token in template.split():
-    if token == "{}":
-      out += [(w, ("B-" if i == 0 else "I-") + kind) for i, w in enumerate(words)]
-    else:
-      out.append((token, "O"))
-  return out
-
-
-def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 40))):
-  """CoNLL-2003-format files (token, POS, chunk, tag): person and place names from lists in
-  templated sentences, some names a person or a place by context only, some of two
-  words, -DOCSTART- lines between documents."""
-  rng = random.Random(seed)
-  os.makedirs(directory, exist_ok=True)
-  for split, count in sizes:
-    lines = ["-DOCSTART- -X- -X- O", ""]
-    for i in range(count):
-      if rng.random() < 0.5:
-        name = [rng.choice(PEOPLE + EITHER)]
-        if rng.random() < 0.3:
-          name.append(rng.choice(SURNAMES))
-        sentence = _tagged(rng.choice(PERSON_TEMPLATES), name, "PER")
-      else:
-        sentence = _tagged(rng.choice(PLACE_TEMPLATES), [rng.choice(PLACES + EITHER)], "LOC")
-      lines += [f"{w} NN O {t}" for w, t in sentence] + [""]
-      if i % 50 == 49:
-        lines += ["-DOCSTART- -X- -X- O", ""]
-    with open(os.path.join(directory, f"{split}.txt"), "w", encoding="utf-8") as f:
-      f.write("\n".join(lines) + "\n")
-  return directory
-
+from common import NER_CFG as CFG, read_results, write_conll, write_wordpiece_vocab
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, spm_model):
@@ -114,6 +67,24 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   # --do_eval alone on the trained run: the same figures from model.ckpt-best.
   again = ner_task.run(options(files, out, do_train=False, do_predict=False))
   assert again["eval"] == pytest.approx(evaluation)
+
+  # To Hugging Face (AlbertForTokenClassification, id2label) and back: the same logits.
+  hf = tmp_path / "hf"
+  convert.run(convert.ConvertOptions(input=str(out), output_format="hf", output_dir=str(hf)))
+  config = json.loads((hf / "config.json").read_text())
+  assert config["architectures"] == ["AlbertForTokenClassification"]
+  assert [config["id2label"][str(i)] for i in range(4)] == ["O", "B-LOC", "B-PER", "I-PER"]
+  back, report = build_hf_model(str(hf))
+  # (transformers' token classifier has no pooler: none written, none read)
+  assert isinstance(back, AlbertTokenClassifier)
+  assert sorted(report.freshly_initialized) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
+  run = ner_task.NerRun(options(files, out, do_train=False, do_predict=False))
+  trained = run.build_model()
+  run.restore_for_inference(trained)
+  batch = next(iter(run.dataset("dev", 8, is_training=False)))
+  inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+  np.testing.assert_allclose(back(inputs, training=False).numpy(),
+                             trained(inputs, training=False).numpy(), atol=1e-6)
 
 
 ZH_PEOPLE = ["张伟", "王芳", "李娜", "刘洋", "陈静", "杨帆"]

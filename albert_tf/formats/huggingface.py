@@ -30,8 +30,10 @@ from albert_tf.modeling.checkpoints import LoadReport, variable_map
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer)
+                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
 from albert_tf.text.huggingface import read_hf_vocabulary
+
+POOLER = "bert/pooler/"   # original names of the pooler's variables
 
 NAME = "hf"
 
@@ -151,6 +153,7 @@ def read_directory(path: str, flag: str = "--albert_directory") -> ModelDirector
   config, info = read_hf_config(path)
   heads = {"AlbertForPreTraining": ["mlm", "sop"], "AlbertForMaskedLM": ["mlm"],
            "AlbertForSequenceClassification": ["classifier"],
+           "AlbertForTokenClassification": ["token_classifier"],
            "AlbertForMultipleChoice": ["classifier"],
            "AlbertForQuestionAnswering": ["squad"]}.get(
                info.architectures[0] if info.architectures else "AlbertModel", [])
@@ -378,6 +381,8 @@ def load_hf_weights(model, directory: str) -> LoadReport:
   weights = HFWeights(directory)
   prefixed = _prefixed(weights.shapes)
   plan, fresh, problems = {}, [], {"missing": [], "unexpected": [], "shape mismatch": []}
+  # transformers' AlbertForTokenClassification has no pooler (nor uses one): it may be absent.
+  unpooled = isinstance(model, AlbertTokenClassifier)
   for original, variable in targets.items():
     try:
       hf, transposed = hf_name(original)
@@ -389,8 +394,8 @@ def load_hf_weights(model, directory: str) -> LoadReport:
       name = _TIED[1]
     want = tuple(variable.shape.as_list())
     if name not in weights.shapes:
-      (problems["missing"] if _is_encoder(original) else fresh).append(
-          name if _is_encoder(original) else original)
+      required = _is_encoder(original) and not (unpooled and original.startswith(POOLER))
+      (problems["missing"] if required else fresh).append(name if required else original)
       continue
     have = weights.shapes[name][::-1] if transposed else weights.shapes[name]
     if have != want:
@@ -447,6 +452,8 @@ def architecture_of(model, skip: Sequence[str] = ()) -> str:
     return "AlbertForPreTraining"
   if isinstance(model, AlbertMultipleChoice):
     return "AlbertForMultipleChoice"
+  if isinstance(model, AlbertTokenClassifier):   # (an AlbertClassifier with per-token logits)
+    return "AlbertForTokenClassification"
   if isinstance(model, AlbertClassifier):
     return "AlbertForSequenceClassification"
   if isinstance(model, AlbertQuestionAnswerer) and not model.version_2_with_negative:
@@ -469,6 +476,8 @@ def hf_tensors(model, architecture: Optional[str] = None, skip: Sequence[str] = 
     except KeyError:
       left_out.append(original)
       continue
+    if architecture == "AlbertForTokenClassification" and original.startswith(POOLER):
+      continue   # transformers' token classifier has no pooler
     if architecture == "AlbertModel":
       if not hf.startswith("albert."):
         left_out.append(original)
@@ -517,7 +526,8 @@ def build_hf_model(directory: str, recompute: bool = False):
   """A new albert_tf model of the class config.json's `architectures` names, with the
   directory's weights: AlbertModel -> AlbertEncoder, AlbertForPreTraining /
   AlbertForMaskedLM -> AlbertPretrainer, AlbertForSequenceClassification ->
-  AlbertClassifier (labels from id2label), AlbertForMultipleChoice ->
+  AlbertClassifier (labels from id2label), AlbertForTokenClassification ->
+  AlbertTokenClassifier (labels from id2label), AlbertForMultipleChoice ->
   AlbertMultipleChoice, AlbertForQuestionAnswering -> AlbertQuestionAnswerer (v1.1).
   Returns (model, LoadReport)."""
   config, info = read_hf_config(directory)
@@ -528,6 +538,9 @@ def build_hf_model(directory: str, recompute: bool = False):
   elif architecture == "AlbertForSequenceClassification":
     model = AlbertClassifier(encoder, len(info.labels) if info.labels else 2,
                              dropout_rate=info.classifier_dropout_prob or 0.1)
+  elif architecture == "AlbertForTokenClassification":
+    model = AlbertTokenClassifier(encoder, len(info.labels) if info.labels else 2,
+                                  dropout_rate=info.classifier_dropout_prob or 0.1)
   elif architecture == "AlbertForMultipleChoice":
     model = AlbertMultipleChoice(encoder, dropout_rate=info.classifier_dropout_prob or 0.1)
   elif architecture == "AlbertForQuestionAnswering":

@@ -6,7 +6,7 @@ Inputs, recognized by what they hold:
 - a released TF1 directory (albert_config.json + model.ckpt-best; the heads
   are those the checkpoint holds: `cls/predictions` and `cls/seq_relationship`,
   run_classifier's `output_weights`, `cls/squad`, ...);
-- an output directory of run_classifier.py, run_race.py, run_squad.py or
+- an output directory of run_classifier.py, run_ner.py, run_race.py, run_squad.py or
   run_pretraining.py (run_config.json, model.ckpt-best or the latest checkpoint);
 - an encoder SavedModel of hub_export/export.py (its weights, config and vocabulary).
 
@@ -35,7 +35,7 @@ from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer)
+                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
 from albert_tf.text.huggingface import save_hf_tokenizer
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.trainer import BEST_PREFIX
@@ -91,7 +91,8 @@ def _native(hub_model, native_model):
 
 
 def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
-  """An output directory of run_classifier.py, run_race.py, run_squad.py or run_pretraining.py."""
+  """An output directory of run_classifier.py, run_ner.py, run_race.py, run_squad.py or
+  run_pretraining.py."""
   record_path = os.path.join(path, RUN_CONFIG)
   with open(record_path, encoding="utf-8") as f:
     record = json.load(f)
@@ -107,6 +108,9 @@ def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
     build = lambda encoder: AlbertClassifier(encoder, task.num_labels)
     labels = list(task.labels) if task.labels else ["LABEL_0"]
     problem_type = "regression" if task.is_regression else "single_label_classification"
+  elif task_name == "NER":
+    labels = list(record.get("labels") or [])
+    build = lambda encoder: AlbertTokenClassifier(encoder, len(labels))
   elif task_name == "RACE":
     build = AlbertMultipleChoice
   elif task_name.startswith("SQuAD"):
@@ -150,6 +154,8 @@ def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
 def _model_for(found) -> object:
   """The albert_tf model that holds the heads a directory holds."""
   heads, config = found.heads, found.config
+  if "token_classifier" in heads:
+    return AlbertTokenClassifier(config, found.num_labels or 2)
   if "classifier" in heads:
     return AlbertClassifier(config, found.num_labels or 2)
   if "squad_v2" in heads:
