@@ -42,6 +42,8 @@ class NerOptions(StepOptions):
                          "token per line, its tag in the last column, blank lines between "
                          "sentences).")
   max_seq_length: int = option(128, "Pieces per window, [CLS] and [SEP] included.", at_least=3)
+  dropout_prob: float = option(0.1, "Dropout on each piece's output before the tag classifier.",
+                               training="fixed", at_least=0, below=1)
   tag_scheme: str = option("auto", "IOB2, IOB1 or BIOES; auto: detected from train.txt.",
                            choices=("auto",) + ner.SCHEMES)
   doc_stride: int = option(64, "Pieces between the windows of a sentence longer than a "
