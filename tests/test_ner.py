@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from seqeval import metrics as seqeval_metrics
 
 from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model
@@ -197,7 +198,6 @@ def test_token_loss_is_the_mean_over_labelled_words(files, tmp_path):
   batch = next(iter(run.dataset("train", 8, is_training=False)))
   labels = batch["label_ids"].numpy()
   assert (labels[:, 0] == ner.IGNORED).all() and (labels >= 0).sum() > 0
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   strategy = tf.distribute.get_strategy()
   loss, sums = strategy.run(lambda b: run.step_metrics(model, b, False, 8), args=(batch,))
   logits = model(batch, training=False).numpy().astype(np.float64)
@@ -206,3 +206,44 @@ def test_token_loss_is_the_mean_over_labelled_words(files, tmp_path):
   want = -log_probs[mask, labels[mask]].mean()
   np.testing.assert_allclose(float(loss), want, rtol=1e-5)
   assert float(sums["count"]) == mask.sum()
+
+
+def test_a_crashed_run_resumes_to_the_uninterrupted_weights(files, tmp_path, monkeypatch):
+  """Crashed in step 5 (checkpoints at 2 and 4): the rerun of the same command redoes step
+  5 and ends at the weights of the run that was never interrupted, with token-level loss
+  and bucketed batches (the training data's position is in the checkpoint)."""
+  from albert_tf.training import trainer  # pylint: disable=import-outside-toplevel
+  flags = dict(train_step=6, warmup_step=0, save_checkpoints_steps=2, do_eval=False,
+               do_predict=False, dropout_prob=0.1)
+  ner_task.run(options(files, tmp_path / "straight", **flags))
+  original, calls = trainer.distribute_global_batch, []
+
+  def crashing(*args):
+    calls.append(1)
+    if len(calls) == 5:
+      raise KeyboardInterrupt("simulated crash")
+    return original(*args)
+
+  with monkeypatch.context() as m:
+    m.setattr(trainer, "distribute_global_batch", crashing)
+    with pytest.raises(KeyboardInterrupt):
+      ner_task.run(options(files, tmp_path / "crashed", **flags))
+  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("ckpt-4")
+  resumed = []
+  with monkeypatch.context() as m:
+    m.setattr(trainer, "distribute_global_batch",
+              lambda *args: resumed.append(1) or original(*args))
+    ner_task.run(options(files, tmp_path / "crashed", **flags))
+  assert len(resumed) == 2   # steps 5 and 6 only: it went on from checkpoint 4
+
+  def weights(directory):
+    run = ner_task.NerRun(options(files, directory, do_train=False, do_eval=True,
+                                  do_predict=False))
+    model = run.build_model()
+    latest = tf.train.latest_checkpoint(str(directory))
+    assert latest.endswith("ckpt-6")
+    tf.train.Checkpoint(**model.checkpoint_items).read(latest).expect_partial()
+    return [w.numpy() for w in model.weights]
+
+  for a, b in zip(weights(tmp_path / "straight"), weights(tmp_path / "crashed")):
+    np.testing.assert_allclose(a, b, atol=1e-6)
