@@ -299,6 +299,15 @@ def claim_output_dir(output_dir: str, record: dict, strategy=None, opts=None) ->
     raise
 
 
+def previous_record(output_dir: str) -> dict:
+  """What an earlier run in `output_dir` recorded (its run_config.json), or {}."""
+  path = os.path.join(output_dir, "run_config.json")
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return json.load(f)
+
+
 def _claim(output_dir: str, record: dict, opts) -> None:
   path = os.path.join(output_dir, "run_config.json")
   record = json.loads(json.dumps(record, sort_keys=True))
@@ -310,8 +319,7 @@ def _claim(output_dir: str, record: dict, opts) -> None:
                        "albert_tf run); use a new --output_dir")
     write_json(path, dict(record, training=training), indent=2, sort_keys=True)
     return
-  with open(path) as f:
-    previous = json.load(f)
+  previous = previous_record(output_dir)
   trained = previous.pop("training", None)
   if previous != record:
     changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))

@@ -16,7 +16,6 @@ the whole update (transformers' token classification); the other pieces, [CLS],
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List
 
@@ -29,7 +28,7 @@ from albert_tf.data import ner
 from albert_tf.data.records import SEQUENCE_KEYS, read_dataset, write_records
 from albert_tf.files import atomic_open, read_text, write_results
 from albert_tf.modeling.models import AlbertTokenClassifier
-from albert_tf.tasks.base import FinetuningTask, StepOptions
+from albert_tf.tasks.base import FinetuningTask, StepOptions, previous_record
 
 SPLITS = ("train", "dev", "test")
 LABELS_FILE = "labels.txt"
@@ -76,7 +75,7 @@ class NerRun(FinetuningTask):
         + (["test"] if opts.do_predict else [])
     self.files = {split: _split_file(opts.data_dir, split) for split in self.splits}
     self.sentences = {split: ner.read_sentences(path) for split, path in self.files.items()}
-    trained = _run_record(opts.output_dir)
+    trained = previous_record(opts.output_dir)
     if "train" in self.sentences or not trained.get("labels"):
       train = self.files.get("train") or _split_file(opts.data_dir, "train")
       sentences = self.sentences.get("train") or ner.read_sentences(train)
@@ -184,15 +183,6 @@ class NerRun(FinetuningTask):
       print(f"Wrote the predicted tags of {self.files['test']} to {path}")
       results["predict"] = {"sentences": len(self.sentences["test"])}
     return results
-
-
-def _run_record(output_dir: str) -> dict:
-  """The output directory's run_config.json (what an earlier run was), or {}."""
-  path = os.path.join(output_dir, "run_config.json")
-  if not os.path.exists(path):
-    return {}
-  with open(path) as f:
-    return json.load(f)
 
 
 def _labelled(batch) -> tf.Tensor:
