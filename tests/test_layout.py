@@ -23,7 +23,7 @@ ALLOWED = {
     "data": {"text", "files", "cli", "progress"},
     "training": {"modeling", "files", "progress"},
     "formats": {"modeling", "text", "files"},
-    "hub": {"formats", "modeling", "text", "cli", "files"},
+    "hub": {"formats", "modeling", "text", "data", "cli", "files"},
     "files.py": set(),
     "cli.py": set(),
     "progress.py": set(),

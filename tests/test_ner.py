@@ -40,8 +40,8 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   """300 steps of a tiny model from random weights: dev entity F1 well above chance, for
   both types; the metrics are seqeval's on the merged predictions; test_predictions.txt is
   test.txt line for line with the predicted tag appended."""
-  out = tmp_path / "run"
-  result = ner_task.run(options(files, out))
+  out, export = tmp_path / "run", tmp_path / "export"
+  result = ner_task.run(options(files, out, export_dir=str(export)))
   evaluation = result["eval"]
   print("NER dev", evaluation)
   assert evaluation["f1"] >= 0.8 and evaluation["PER_f1"] >= 0.7 and evaluation["LOC_f1"] >= 0.7
@@ -65,6 +65,17 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
     sentence_gold.append(given.split()[-1])
     sentence_pred.append(line.split()[-1])
   assert seqeval_metrics.f1_score(gold, predicted) >= 0.7
+  check_served_entities(export, [s.words for s in ner.read_sentences(
+      os.path.join(files["data"], "test.txt"))], predicted, " ", "IOB2")
+  served = tf.saved_model.load(str(export)).signatures["serving_default"](
+      sentences=tf.constant(["Yesterday,  Jordan Smith met the team at the office."]))
+  words = [w.decode() for w in served["words"].numpy()[0]]
+  assert words == ["Yesterday", ",", "Jordan", "Smith", "met", "the", "team", "at", "the",
+                   "office", "."]
+  stamp = os.path.getmtime(export / "saved_model.pb")
+  ner_task.run(options(files, out, do_train=False, do_eval=False, do_predict=False,
+                       export_dir=str(export)))   # the same weights: left as they are
+  assert os.path.getmtime(export / "saved_model.pb") == stamp
   # --do_eval alone on the trained run: the same figures from model.ckpt-best.
   again = ner_task.run(options(files, out, do_train=False, do_predict=False))
   assert again["eval"] == pytest.approx(evaluation)
@@ -86,6 +97,42 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
   np.testing.assert_allclose(back(inputs, training=False).numpy(),
                              trained(inputs, training=False).numpy(), atol=1e-6)
+
+  # Sentences longer than a window (five test sentences each, about 45 pieces, windows of
+  # 30 pieces 8 apart): the export's tags are the task's windows merged per word.
+  test = ner.read_sentences(os.path.join(files["data"], "test.txt"))
+  long = [ner.Sentence(sum((s.words for s in test[i:i + 5]), []),
+                       sum((s.tags for s in test[i:i + 5]), []), []) for i in range(0, 40, 5)]
+  windows = ner.convert(long, run.labels, run.source.tokenizer, 32, 8)
+  assert len(windows) >= 3 * len(long)
+  logits = trained({k: tf.constant([getattr(w, f) for w in windows]) for k, f in zip(
+      ("input_word_ids", "input_mask", "input_type_ids"),
+      ("input_ids", "input_mask", "segment_ids"))}, training=False)
+  merged = ner.merge_predictions(long, windows, np.argmax(logits, -1), run.labels)
+  check_served_entities(export, [s.words for s in long], merged, " ", "IOB2")
+
+
+def check_served_entities(export, sentences, predicted, joiner, scheme):
+  """The export's tags for each sentence's words joined by `joiner` are `predicted` (the
+  task's, from files), and its entities are `ner.entities` of them, with code point offsets
+  into the joined text."""
+  import tensorflow_text  # pylint: disable=unused-import,g-import-not-at-top
+  texts = [joiner.join(words) for words in sentences]
+  out = tf.saved_model.load(str(export)).signatures["serving_default"](
+      sentences=tf.constant(texts))
+  out = {k: v.numpy() for k, v in out.items()}
+  for i, (text, words, tags) in enumerate(zip(texts, sentences, predicted)):
+    n = out["num_words"][i]
+    assert [w.decode() for w in out["words"][i][:n]] == words
+    assert [t.decode() for t in out["tags"][i][:n]] == tags
+    starts = np.cumsum([0] + [len(w) + len(joiner) for w in words])
+    expected = [(kind, int(starts[a]), int(starts[b] + len(words[b])))
+                for kind, a, b in ner.entities(tags, scheme)]
+    e = out["num_entities"][i]
+    got = list(zip([k.decode() for k in out["entity_types"][i][:e]],
+                   out["entity_starts"][i][:e].tolist(), out["entity_ends"][i][:e].tolist()))
+    assert got == expected
+    assert [t.decode() for t in out["entity_texts"][i][:e]] == [text[a:b] for _, a, b in got]
 
 
 ZH_PEOPLE = ["张伟", "王芳", "李娜", "刘洋", "陈静", "杨帆"]
@@ -131,13 +178,24 @@ def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
       data_dir=data, output_dir=str(out), albert_config_file=str(config), vocab_file=str(vocab),
       max_seq_length=24, train_batch_size=16, eval_batch_size=32, predict_batch_size=32,
       learning_rate=3e-3, train_step=150, warmup_step=15, save_checkpoints_steps=75,
-      log_steps=25, progress=False, do_train=True, do_eval=True, do_predict=True))
+      log_steps=25, progress=False, do_train=True, do_eval=True, do_predict=True,
+      export_dir=str(tmp_path / "export")))
   print("MSRA-style dev", result["eval"])
   assert result["eval"]["f1"] >= 0.8
   assert (out / "labels.txt").read_text().split() == ["O", "B-NR", "I-NR", "B-NS", "I-NS"]
   written = (out / "test_predictions.txt").read_text().split("\n")
   given = open(os.path.join(data, "test.txt"), encoding="utf-8").read().split("\n")
   assert [line.rsplit(" ", 1)[0] if line else line for line in written[:len(given)]] == given
+  # The export tags raw text one character a word, as the training set was.
+  predicted, row = [], []
+  for line in written:
+    if line:
+      row.append(line.split()[-1])
+    elif row:
+      predicted.append(row)
+      row = []
+  check_served_entities(tmp_path / "export", [s.words for s in ner.read_sentences(
+      os.path.join(data, "test.txt"))], predicted + ([row] if row else []), "", "IOB2")
 
 
 def test_entity_metrics_are_seqeval_s_per_type_and_overall():

@@ -17,12 +17,13 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.cli import Checked, option
-from albert_tf.files import (LOCK_NAME, lock_directory, reading_checkpoint, unlock_directory,
+from albert_tf.files import (LOCK_NAME, fingerprint, lock_directory, reading_checkpoint, unlock_directory,
                              write_json)
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.formats import ModelDirectory, load_checkpoint, read_model_directory, resolve
+from albert_tf.hub.loading import export_record
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer
@@ -132,6 +133,8 @@ class StepOptions(FinetuningOptions):
   warmup_step: int = option(0, "Linear warmup steps.", training="fixed", at_least=0)
   keep_checkpoint_max: int = option(5, "Recent checkpoints to keep (model.ckpt-best is kept "
                                     "apart).", at_least=1)
+  export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel of the best "
+                                     "checkpoint here: raw text in, the task's answers out.")
 
 
 # ----------------------------------------------------------------------------- model source
@@ -489,6 +492,30 @@ class FinetuningTask:
         return prefix
     self.source.initialize(model)
     return self.source.init_checkpoint or self.source.hub_handle or "random initialization"
+
+  def check_export_dir(self) -> None:
+    """--export_dir must be new, empty, or an export of this --output_dir (replaced)."""
+    export_dir = self.opts.export_dir
+    if export_dir and os.path.exists(export_dir) and os.listdir(export_dir) \
+        and (export_record(export_dir) or {}).get("output_dir") != os.path.abspath(
+            self.opts.output_dir):
+      raise FileExistsError(f"--export_dir={export_dir} exists and is not empty (and is not an "
+                            f"export of --output_dir={self.opts.output_dir})")
+
+  def export_once(self, weights: str, kind: str, settings: tuple, write) -> None:
+    """Calls `write(overwrite=..., record=...)` to export `weights` to --export_dir, unless it
+    already holds their export with the same `settings`; an export of other weights of
+    this run is replaced."""
+    opts = self.opts
+    files = [weights + ".index"] if tf.io.gfile.exists(weights + ".index") else []
+    record = dict(output_dir=os.path.abspath(opts.output_dir), weights=weights,
+                  fingerprint=fingerprint(weights, *settings, files=files))
+    previous = export_record(opts.export_dir)
+    if previous and all(previous.get(k) == v for k, v in dict(record, kind=kind).items()):
+      print(f"{opts.export_dir} already holds the export of {weights}")
+      return
+    write(overwrite=previous is not None, record=record)
+    print(f"Exported the end-to-end {kind} SavedModel to {opts.export_dir}")
 
   def predict(self, model, data: tf.data.Dataset, inputs: Optional[List[str]] = None):
     """Yields (batch, outputs as NumPy) over `data`, with one traced function per model."""

@@ -18,8 +18,7 @@ import tensorflow as tf
 
 from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import glue
-from albert_tf.files import atomic_open, fingerprint, write_results
-from albert_tf.hub.loading import export_record
+from albert_tf.files import atomic_open, write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
 from albert_tf.training import metrics as metrics_lib
@@ -39,8 +38,6 @@ class ClassifierOptions(StepOptions):
   do_predict: bool = option(False, "Write GLUE submission files for the test split.")
   cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "
                                      "--output_dir).")
-  export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel (raw text in, "
-                                     "probabilities out) of the best checkpoint here.")
   threshold_to_export: float = option(float("nan"), "A decision threshold the exported "
                                       "classifier serves with its outputs (`threshold`); NaN: "
                                       "none. (The original's flag.)")
@@ -98,12 +95,7 @@ class GlueRun(FinetuningTask):
                      for split in self.splits}
 
   def check_outputs(self):
-    export_dir = self.opts.export_dir
-    if export_dir and os.path.exists(export_dir) and os.listdir(export_dir) \
-        and (export_record(export_dir) or {}).get("output_dir") != os.path.abspath(
-            self.opts.output_dir):
-      raise FileExistsError(f"--export_dir={export_dir} exists and is not empty (and is not an "
-                            f"export of --output_dir={self.opts.output_dir})")
+    self.check_export_dir()
 
   def build_features(self):
     opts = self.opts
@@ -171,23 +163,16 @@ class GlueRun(FinetuningTask):
     return results
 
   def export(self, model, weights: str) -> None:
-    """The end-to-end SavedModel of `weights` in --export_dir; a rerun leaves an export of
-    the same weights alone and replaces one of earlier weights of this run."""
+    """The end-to-end SavedModel (raw sentences in, probabilities out) of `weights` in
+    --export_dir."""
     from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
     opts = self.opts
     threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
-    files = [weights + ".index"] if tf.io.gfile.exists(weights + ".index") else []
-    record = dict(output_dir=os.path.abspath(opts.output_dir), weights=weights,
-                  fingerprint=fingerprint(weights, threshold, opts.max_seq_length, files=files))
-    previous = export_record(opts.export_dir)
-    if previous == dict(record, kind="classifier"):
-      print(f"{opts.export_dir} already holds the export of {weights}")
-      return
     pairs = any(s.text_b is not None for s in self.task.splits.values())
-    export_classifier(model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
-                      self.task.labels, pairs=pairs, overwrite=previous is not None,
-                      threshold=threshold, record=record)
-    print(f"Exported the end-to-end classifier SavedModel to {opts.export_dir}")
+    self.export_once(weights, "classifier", (threshold, opts.max_seq_length), lambda **kw:
+                     export_classifier(model, opts.export_dir, self.source.tokenizer,
+                                       opts.max_seq_length, self.task.labels, pairs=pairs,
+                                       threshold=threshold, **kw))
 
   def write_eval_results(self, model) -> Dict[str, float]:
     result = self.evaluate(model)

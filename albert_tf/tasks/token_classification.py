@@ -63,8 +63,8 @@ class NerRun(FinetuningTask):
 
   def check_options(self):
     opts = self.opts
-    if not (opts.do_train or opts.do_eval or opts.do_predict):
-      raise ValueError("nothing to do: set --do_train, --do_eval or --do_predict")
+    if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
+      raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
     if not os.path.isdir(opts.data_dir):
       raise FileNotFoundError(f"--data_dir={opts.data_dir} is not a directory")
 
@@ -82,16 +82,26 @@ class NerRun(FinetuningTask):
       ner.check_tags(sentences, train)
       self.labels = ner.label_list(sentences)
       self.scheme = ner.detect_scheme(sentences)
-    else:   # evaluating or predicting with a trained run's tags
+      # Character tagging (the Chinese sets): what the serving export splits text into.
+      self.per_character = all(len(w) == 1 for s in sentences for w in s.words)
+    else:   # evaluating, predicting or exporting with a trained run's tags
       self.labels, self.scheme = trained["labels"], trained["tag_scheme"]
+      self.per_character = trained.get("per_character", False)
     if opts.tag_scheme != "auto":
       self.scheme = opts.tag_scheme
     for split in ("dev", "test"):
       if split in self.sentences:
         ner.check_tags(self.sentences[split], self.files[split], known=self.labels)
 
+  def check_outputs(self):
+    self.check_export_dir()
+
+  def needs_inference(self):
+    return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
+
   def run_record(self):
-    return dict(labels=self.labels, tag_scheme=self.scheme, doc_stride=self.opts.doc_stride)
+    return dict(labels=self.labels, tag_scheme=self.scheme, doc_stride=self.opts.doc_stride,
+                per_character=self.per_character)
 
   def build_features(self):
     opts = self.opts
@@ -182,7 +192,20 @@ class NerRun(FinetuningTask):
                         self.predicted_tags(model, "test"), path)
       print(f"Wrote the predicted tags of {self.files['test']} to {path}")
       results["predict"] = {"sentences": len(self.sentences["test"])}
+    if opts.export_dir:
+      self.export(model, weights)
     return results
+
+  def export(self, model, weights: str) -> None:
+    """The end-to-end tagger SavedModel (raw sentences in, entities with character offsets
+    out) of `weights` in --export_dir."""
+    from albert_tf.hub.tagger import export_tagger  # pylint: disable=g-import-not-at-top
+    opts = self.opts
+    settings = (opts.max_seq_length, opts.doc_stride, self.labels, self.scheme,
+                self.per_character)
+    self.export_once(weights, "tagger", settings, lambda **kw: export_tagger(
+        model, opts.export_dir, self.source.tokenizer, opts.max_seq_length, opts.doc_stride,
+        self.labels, self.scheme, self.per_character, **kw))
 
 
 def _labelled(batch) -> tf.Tensor:

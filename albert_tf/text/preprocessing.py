@@ -177,6 +177,23 @@ def wordpiece_words(strings: tf.Tensor, lower: bool = True) -> tf.RaggedTensor:
   return tf_text.regex_split(x, f" |{kept}", kept)
 
 
+def word_spans(strings: tf.Tensor, per_character: bool = False):
+  """The words of raw strings [N], where `BasicTokenizer` would cut them, with their spans.
+
+  Words end at whitespace and around each punctuation mark and CJK character (the
+  basic tokenizer's boundaries, on the text as given: nothing is normalized or
+  removed); with `per_character`, every non-space character is a word (character
+  tagging, as the Chinese NER sets are). Returns words [N, (W)] and their byte
+  offsets `begin`, `end` [N, (W)] int64 (end exclusive).
+  """
+  space = _char_class("wp_space")
+  if per_character:
+    kept = "[^" + space[1:]
+    return tf_text.regex_split_with_offsets(strings, f"{space}|{kept}", kept)
+  kept = f"{_char_class('wp_punctuation')}|{_char_class('wp_cjk')}"
+  return tf_text.regex_split_with_offsets(strings, f"{space}+|{kept}", kept)
+
+
 def _fast_wordpiece_vocab(vocab: Dict[str, int], vocab_file: str) -> list:
   """The tokens in id order, those FastWordpieceTokenizer cannot hold made unreachable.
 
