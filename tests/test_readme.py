@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
-from albert_tf.hub import export
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertTokenClassifier
+from albert_tf.hub import export, tagger
 from albert_tf.tasks import convert, lite_export, onnx_export
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
@@ -63,6 +63,10 @@ def paths(tmp_path_factory, spm_model):
   classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), num_classes=2)
   export.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
                            FullTokenizer(spm_model_file=spm_model), 32, ("0", "1"))
+  tagger.export_tagger(AlbertTokenClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), 3),
+                       str(root / "out" / "conll2003" / "serving"),
+                       FullTokenizer(spm_model_file=spm_model), 32, 8,
+                       ["O", "B-PER", "I-PER"], "IOB2", per_character=False)
   run = write_classifier_run(root / "mrpc_run", classifier, cfg, 32, spm_model_file=spm_model)
   lite_export.run(lite_export.TFLiteOptions(model_dir=run, output_file=str(root / "mrpc.tflite")))
   zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
