@@ -1,9 +1,15 @@
 """run_ner.py's task: learns generated CoNLL data, writes eval_results.txt and
 test_predictions.txt, names bad inputs, keeps its labels on resume."""
 
+import dataclasses
 import json
 import os
+import pathlib
 import random
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +21,8 @@ from albert_tf.data import ner
 from albert_tf.tasks import convert
 from albert_tf.tasks import token_classification as ner_task
 from common import NER_CFG as CFG, read_results, write_conll, write_wordpiece_vocab
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, spm_model):
@@ -305,3 +313,45 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights(files, tmp_path, mon
 
   for a, b in zip(weights(tmp_path / "straight"), weights(tmp_path / "crashed")):
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_run_ner_py_stopped_by_sigterm_saves_that_step_and_the_rerun_ends_at_the_same_weights(
+    files, tmp_path):
+  """The script itself, as a scheduler stops it: SIGTERM at a step that is no checkpoint
+  step saves that step, releases the lock, says so in one line and exits with 75; the
+  same command again trains the rest and ends within 1e-6 of a run never stopped."""
+  from albert_tf.training import trainer  # pylint: disable=import-outside-toplevel
+  flags = dict(train_step=60, warmup_step=0, save_checkpoints_steps=50, do_eval=False,
+               do_predict=False, dropout_prob=0.1, log_steps=1)
+  stopped = tmp_path / "stopped"
+  argv = [f"--{k}={v}" for k, v in dataclasses.asdict(options(files, stopped, **flags)).items()
+          if v is not None]
+  process = subprocess.Popen([sys.executable, str(ROOT / "run_ner.py")] + argv,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 300
+  while time.time() < deadline and process.poll() is None:
+    rows = trainer.read_csv(str(stopped / "train_log.csv"))
+    if rows and int(rows[-1]["step"]) >= 3:
+      break
+    time.sleep(0.02)
+  assert process.poll() is None, process.stderr.read()[-3000:]
+  process.send_signal(signal.SIGTERM)
+  stderr = process.communicate(timeout=300)[1]
+  step = int(trainer.read_csv(str(stopped / "train_log.csv"))[-1]["step"])
+  assert 3 <= step < 50, step
+  assert process.returncode == trainer.STOPPED_EXIT_CODE == 75, stderr[-3000:]
+  assert stderr.strip().splitlines()[-1] == (
+      f"run_ner.py: stopped by SIGTERM at step {step}; rerun the same command to continue")
+  assert tf.train.latest_checkpoint(str(stopped)).endswith(f"/ckpt-{step}")
+  assert not (stopped / ".albert_tf.lock").exists()
+
+  ner_task.run(options(files, stopped, **flags))
+  ner_task.run(options(files, tmp_path / "straight", **flags))
+  assert [r["step"] for r in trainer.read_csv(str(stopped / "train_log.csv"))] == \
+      [str(s) for s in range(1, 61)]   # each step logged once
+  a = tf.train.load_checkpoint(str(tmp_path / "straight" / "ckpt-60"))
+  b = tf.train.load_checkpoint(str(stopped / "ckpt-60"))
+  keys = [k for k in a.get_variable_to_shape_map() if k.startswith(("encoder", "classifier"))]
+  assert keys
+  for key in keys:
+    np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)
