@@ -1,7 +1,12 @@
-"""Converts a fine-tuned classifier to a TFLite (LiteRT) file that takes raw text.
+"""Converts a fine-tuned classifier or tagger to a TFLite (LiteRT) file that takes raw text.
 
   python hub_export/export_tflite.py --model_dir=out/MRPC \
       --output_file=mrpc.tflite --quantization=dynamic_int8
+
+a run_ner.py run (the sentence in; a tag id per packed piece out, `tag_ids` [1, S],
+with the packed `input_word_ids`):
+
+  python hub_export/export_tflite.py --model_dir=out/conll2003 --output_file=ner.tflite
 
 or a bare encoder (sequence and pooled outputs) for a head of one's own:
 

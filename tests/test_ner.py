@@ -18,7 +18,7 @@ from seqeval import metrics as seqeval_metrics
 
 from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model
 from albert_tf.data import ner
-from albert_tf.tasks import convert
+from albert_tf.tasks import convert, lite_export
 from albert_tf.tasks import token_classification as ner_task
 from common import NER_CFG as CFG, read_results, write_conll, write_wordpiece_vocab
 
@@ -80,6 +80,8 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   words = [w.decode() for w in served["words"].numpy()[0]]
   assert words == ["Yesterday", ",", "Jordan", "Smith", "met", "the", "team", "at", "the",
                    "office", "."]
+  check_lite_tags(out, tmp_path / "ner.tflite", [s.words for s in ner.read_sentences(
+      os.path.join(files["data"], "test.txt"))], predicted)
   stamp = os.path.getmtime(export / "saved_model.pb")
   ner_task.run(options(files, out, do_train=False, do_eval=False, do_predict=False,
                        export_dir=str(export)))   # the same weights: left as they are
@@ -141,6 +143,30 @@ def check_served_entities(export, sentences, predicted, joiner, scheme):
                    out["entity_starts"][i][:e].tolist(), out["entity_ends"][i][:e].tolist()))
     assert got == expected
     assert [t.decode() for t in out["entity_texts"][i][:e]] == [text[a:b] for _, a, b in got]
+
+
+def check_lite_tags(run_dir, path, sentences, predicted):
+  """export_tflite.py on the run: the raw sentence in, its pieces as the task cut them
+  (each word's pieces in turn), and the task's tag at each word's first piece."""
+  from albert_tf.hub.tflite import load_interpreter  # pylint: disable=g-import-not-at-top
+  result = lite_export.run(lite_export.TFLiteOptions(model_dir=str(run_dir),
+                                                     output_file=str(path), quantization="none"))
+  assert result["tflite"]["size_mb"] > 0
+  tokenizer = lite_export.read_classifier_run(str(run_dir)).tokenizer
+  labels = (run_dir / "labels.txt").read_text().split()
+  runner = load_interpreter(model_path=str(path)).get_signature_runner()
+  fit = 0
+  for words, tags in zip(sentences, predicted):
+    pieces = ner.word_pieces(tokenizer, words)
+    if sum(map(len, pieces)) > 30:   # cut at 32 on device: no windows there
+      continue
+    fit += 1
+    out = runner(sentence=np.array([" ".join(words).encode()], dtype=object))
+    flat = [tokenizer.cls_id] + [p for w in pieces for p in w] + [tokenizer.sep_id]
+    assert out["input_word_ids"][0][:len(flat)].tolist() == flat
+    firsts = 1 + np.cumsum([0] + [len(w) for w in pieces])[:-1]
+    assert [labels[i] for i in out["tag_ids"][0][firsts]] == tags
+  assert fit >= len(sentences) // 2
 
 
 ZH_PEOPLE = ["张伟", "王芳", "李娜", "刘洋", "陈静", "杨帆"]

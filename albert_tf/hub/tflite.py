@@ -1,4 +1,4 @@
-"""TFLite (LiteRT) export of a fine-tuned classifier (or a bare encoder): raw text in.
+"""TFLite (LiteRT) export of a fine-tuned classifier or tagger (or a bare encoder): raw text in.
 
 The model file holds the whole pipeline for one example: ALBERT's
 tokenization (tensorflow-text's TFLite ops, see `albert_tf.text.lite`),
@@ -6,7 +6,8 @@ packing at `max_seq_length`, the encoder and the classification head. Its
 `serving_default` signature takes the task's text fields as string [1]
 tensors (`sentence1`, `sentence2` for pair tasks, `sentence` for single
 sentences) and returns `probabilities` [1, C], or `score` [1] for STS-B.
-`LiteEncoder` returns the encoder's outputs instead, for a head of one's own.
+`LiteTagger` (a run_ner.py run) returns a tag id per position; `LiteEncoder` the
+encoder's outputs, for a head of one's own.
 Running either needs the TF Text custom ops registered with the interpreter
 (`load_interpreter` does it).
 """
@@ -99,6 +100,32 @@ class LiteClassifier(_LiteModule):
     if self.regression:
       return {"score": logits[:, 0]}                                            # [1]
     return {"probabilities": tf.nn.softmax(logits, axis=-1)}                    # [1, C]
+
+
+class LiteTagger(_LiteModule):
+  """One sentence -> a tag id per packed position, in TFLite-convertible ops.
+
+  The signature takes the raw sentence (`sentence`, SentencePiece) or its packed ids
+  (WordPiece) and returns `tag_ids` [1, S] (indices into the run's labels.txt; the tag of a
+  word is the one at its first piece), `input_word_ids` and `input_mask` [1, S] (the packed
+  pieces: with SentencePiece a word's first piece is the one that starts with "\u2581").
+  Sentences are packed at `seq_length` (longer ones are cut: no windows on device).
+
+  Args:
+    model: the fine-tuned AlbertTokenClassifier.
+    tokenizer, seq_length: as LiteClassifier's.
+  """
+
+  def __init__(self, model, tokenizer: FullTokenizer, seq_length: int):
+    self.model = model
+    random_generators(model)   # made now: one made in the first trace traces it twice
+    super().__init__(tokenizer, seq_length, ["sentence"], "albert_lite_tagger")
+
+  def _serve(self, inputs):
+    logits = self.model(inputs, training=False)                                  # [1, S, C]
+    return {"tag_ids": tf.argmax(logits, -1, output_type=tf.int32),            # [1, S]
+            "input_word_ids": inputs["input_word_ids"],                        # [1, S]
+            "input_mask": inputs["input_mask"]}                                # [1, S]
 
 
 class LiteEncoder(_LiteModule):

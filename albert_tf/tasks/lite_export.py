@@ -1,5 +1,5 @@
-"""hub_export/export_tflite.py: a run_classifier.py output directory (or a bare encoder)
-to a TFLite file.
+"""hub_export/export_tflite.py: a run_classifier.py or run_ner.py output directory (or a bare
+encoder) to a TFLite file.
 
 Reads what the run recorded (run_config.json: task, model, vocabulary, sequence
 length; its best checkpoint), or a released model directory or an encoder
@@ -15,13 +15,14 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.cli import Checked, option
-from albert_tf.data import glue
+from albert_tf.data import glue, ner
 from albert_tf.files import atomic_path, reading_checkpoint, writing
 from albert_tf.formats import load_checkpoint, read_model_directory, resolve
-from albert_tf.hub.tflite import QUANTIZATIONS, LiteClassifier, LiteEncoder, convert, latency_ms
+from albert_tf.hub.tflite import (QUANTIZATIONS, LiteClassifier, LiteEncoder, LiteTagger, convert,
+                                  latency_ms)
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier, AlbertPretrainer
+from albert_tf.modeling.models import AlbertClassifier, AlbertPretrainer, AlbertTokenClassifier
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.trainer import BEST_PREFIX
 
@@ -30,36 +31,44 @@ RUN_CONFIG = "run_config.json"
 
 @dataclasses.dataclass
 class ClassifierRun:
-  """What a run_classifier.py output directory holds, read back for export."""
+  """What a run_classifier.py (GLUE `task`) or run_ner.py (`labels`, the tags) output
+  directory holds, read back for export."""
   model_dir: str
-  task: glue.GlueTask
+  task: Optional[glue.GlueTask]
   config: AlbertConfig
   tokenizer: FullTokenizer
   max_seq_length: int
   checkpoint: str
   hub_handle: Optional[str] = None   # the encoder SavedModel of a run fine-tuned from one
+  labels: Optional[List[str]] = None   # a run_ner.py run's tags
 
   @property
   def text_fields(self) -> List[str]:
     """The serving signature's inputs: GLUE's names for the task's text columns."""
+    if self.task is None:
+      return ["sentence"]
     pairs = any(s.text_b is not None for s in self.task.splits.values())
     return ["sentence1", "sentence2"] if pairs else ["sentence"]
 
   def build_model(self) -> AlbertClassifier:
-    """The classifier with the run's best (else latest) weights."""
+    """The classifier (or token classifier) with the run's best (else latest) weights."""
     if self.hub_handle:
       import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
       encoder = hub.KerasLayer(self.hub_handle, trainable=True, name="albert_hub")
     else:
       encoder = AlbertEncoder(self.config)
-    model = AlbertClassifier(encoder, self.task.num_labels)
+    if self.labels is not None:
+      model = AlbertTokenClassifier(encoder, len(self.labels))
+    else:
+      model = AlbertClassifier(encoder, self.task.num_labels)
     with reading_checkpoint(self.checkpoint):
       tf.train.Checkpoint(**model.checkpoint_items).read(self.checkpoint).expect_partial()
     return model
 
 
 def read_classifier_run(model_dir: str) -> ClassifierRun:
-  """Reads and checks a run_classifier.py --output_dir; every error names what is wrong."""
+  """Reads and checks a run_classifier.py or run_ner.py --output_dir; every error names
+  what is wrong."""
   path = os.path.join(model_dir, RUN_CONFIG)
   if not os.path.isdir(model_dir):
     raise FileNotFoundError(f"--model_dir={model_dir} is not a directory")
@@ -69,9 +78,10 @@ def read_classifier_run(model_dir: str) -> ClassifierRun:
   with open(path) as f:
     record = json.load(f)
   task_name = record.get("task")
-  if task_name is None or task_name.lower() not in glue.TASKS:
+  tagger = task_name == "NER" and bool(record.get("labels"))
+  if not tagger and (task_name is None or task_name.lower() not in glue.TASKS):
     raise ValueError(f"--model_dir={model_dir} holds a {task_name!r} run, not a "
-                     "run_classifier.py (GLUE) run")
+                     "run_classifier.py (GLUE) or run_ner.py run")
   missing = [k for k in ("model", "max_seq_length") if k not in record]
   if missing:
     raise ValueError(f"{path} lacks {', '.join(missing)}: not written by run_classifier.py")
@@ -97,17 +107,23 @@ def read_classifier_run(model_dir: str) -> ClassifierRun:
     raise ValueError(f"the vocabulary of --model_dir={model_dir}, {vocabulary}, has "
                      f"{tokenizer.vocab_size} entries but its model's vocab_size is "
                      f"{config.vocab_size}")
-  return ClassifierRun(os.path.abspath(model_dir), glue.get_task(task_name), config, tokenizer,
-                       int(record["max_seq_length"]), checkpoint, hub_handle)
+  return ClassifierRun(os.path.abspath(model_dir), None if tagger else glue.get_task(task_name),
+                       config, tokenizer, int(record["max_seq_length"]), checkpoint, hub_handle,
+                       record["labels"] if tagger else None)
 
 
-def representative_examples(data_dir: str, task: glue.GlueTask, module,
+def representative_examples(data_dir: str, task: Optional[glue.GlueTask], module,
                             count: int = 100, seed: int = 0) -> List[Dict[str, np.ndarray]]:
-  """`count` examples of the task's train split (drawn with `seed`) as `module`'s inputs."""
-  examples = glue.read_examples(data_dir, task, "train")
-  order = np.random.default_rng(seed).permutation(len(examples))[:count]
-  return [module.example([examples[i].text_a, examples[i].text_b][:len(module.text_fields)])
-          for i in order]
+  """`count` examples of the task's train split (drawn with `seed`) as `module`'s inputs;
+  with no GLUE task, sentences of a run_ner.py --data_dir's train.txt (words joined by
+  spaces)."""
+  if task is None:
+    texts = [[" ".join(s.words)] for s in ner.read_sentences(os.path.join(data_dir, "train.txt"))]
+  else:
+    texts = [[e.text_a, e.text_b][:len(module.text_fields)]
+             for e in glue.read_examples(data_dir, task, "train")]
+  order = np.random.default_rng(seed).permutation(len(texts))[:count]
+  return [module.example(texts[i]) for i in order]
 
 
 def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
@@ -146,7 +162,7 @@ def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
 @dataclasses.dataclass(kw_only=True)
 class TFLiteOptions(Checked):
   """hub_export/export_tflite.py's flags."""
-  model_dir: Optional[str] = option(None, "A run_classifier.py --output_dir: its "
+  model_dir: Optional[str] = option(None, "A run_classifier.py or run_ner.py --output_dir: its "
                                     "model.ckpt-best (else latest checkpoint), "
                                     "run_config.json and vocabulary.")
   albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: any "
@@ -164,8 +180,9 @@ class TFLiteOptions(Checked):
                              "matmuls, calibrated on --data_dir).", choices=QUANTIZATIONS)
   max_seq_length: Optional[int] = option(None, "Packed length (default: the run's; 128 for "
                                          "a bare encoder).", at_least=3)
-  data_dir: Optional[str] = option(None, "The task's GLUE data directory: train.tsv gives "
-                                   "the representative examples of --quantization=int8.")
+  data_dir: Optional[str] = option(None, "The task's data directory (GLUE's, or run_ner.py's): "
+                                   "train.tsv (train.txt) gives the representative examples "
+                                   "of --quantization=int8.")
   num_threads: int = option(1, "Threads of the latency check.", at_least=1)
 
 
@@ -196,12 +213,15 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
                      f"max_position_embeddings={config.max_position_embeddings}")
   representative, examples = None, None
   if opts.model_dir:
-    module = LiteClassifier(run_.build_model(), tokenizer, seq_length, text_fields,
-                            run_.task.is_regression)
+    if run_.labels is not None:
+      module = LiteTagger(run_.build_model(), tokenizer, seq_length)
+    else:
+      module = LiteClassifier(run_.build_model(), tokenizer, seq_length, text_fields,
+                              run_.task.is_regression)
     if opts.data_dir:
       examples = representative_examples(opts.data_dir, run_.task, module)
       representative = lambda: iter(examples)
-    source = f"{run_.checkpoint} ({run_.task.name}"
+    source = f"{run_.checkpoint} ({run_.task.name if run_.task else 'NER'}"
   else:
     module = LiteEncoder(encoder, tokenizer, seq_length, text_fields)
     source = f"the encoder of {opts.albert_directory or opts.hub_module} ({len(text_fields)} segment(s)"
