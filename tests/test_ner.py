@@ -1,15 +1,9 @@
 """run_ner.py's task: learns generated CoNLL data, writes eval_results.txt and
 test_predictions.txt, names bad inputs, keeps its labels on resume."""
 
-import dataclasses
 import json
 import os
-import pathlib
 import random
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -21,8 +15,6 @@ from albert_tf.data import ner
 from albert_tf.tasks import convert, lite_export
 from albert_tf.tasks import token_classification as ner_task
 from common import NER_CFG as CFG, read_results, write_conll, write_wordpiece_vocab
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, spm_model):
@@ -73,19 +65,17 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
     sentence_gold.append(given.split()[-1])
     sentence_pred.append(line.split()[-1])
   assert seqeval_metrics.f1_score(gold, predicted) >= 0.7
-  check_served_entities(export, [s.words for s in ner.read_sentences(
+  import tensorflow_text  # pylint: disable=unused-import,g-import-not-at-top
+  serve = tf.saved_model.load(str(export)).signatures["serving_default"]
+  check_served_entities(serve, [s.words for s in ner.read_sentences(
       os.path.join(files["data"], "test.txt"))], predicted, " ", "IOB2")
-  served = tf.saved_model.load(str(export)).signatures["serving_default"](
-      sentences=tf.constant(["Yesterday,  Jordan Smith met the team at the office."]))
+  served = serve(sentences=tf.constant(["Yesterday,  Jordan Smith met the team at the office.", ""]))
   words = [w.decode() for w in served["words"].numpy()[0]]
   assert words == ["Yesterday", ",", "Jordan", "Smith", "met", "the", "team", "at", "the",
                    "office", "."]
+  assert served["num_words"].numpy()[1] == served["num_entities"].numpy()[1] == 0
   check_lite_tags(out, tmp_path / "ner.tflite", [s.words for s in ner.read_sentences(
       os.path.join(files["data"], "test.txt"))], predicted)
-  stamp = os.path.getmtime(export / "saved_model.pb")
-  ner_task.run(options(files, out, do_train=False, do_eval=False, do_predict=False,
-                       export_dir=str(export)))   # the same weights: left as they are
-  assert os.path.getmtime(export / "saved_model.pb") == stamp
   # --do_eval alone on the trained run: the same figures from model.ckpt-best.
   again = ner_task.run(options(files, out, do_train=False, do_predict=False))
   assert again["eval"] == pytest.approx(evaluation)
@@ -119,17 +109,15 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
       ("input_word_ids", "input_mask", "input_type_ids"),
       ("input_ids", "input_mask", "segment_ids"))}, training=False)
   merged = ner.merge_predictions(long, windows, np.argmax(logits, -1), run.labels)
-  check_served_entities(export, [s.words for s in long], merged, " ", "IOB2")
+  check_served_entities(serve, [s.words for s in long], merged, " ", "IOB2")
 
 
-def check_served_entities(export, sentences, predicted, joiner, scheme):
-  """The export's tags for each sentence's words joined by `joiner` are `predicted` (the
-  task's, from files), and its entities are `ner.entities` of them, with code point offsets
-  into the joined text."""
-  import tensorflow_text  # pylint: disable=unused-import,g-import-not-at-top
+def check_served_entities(serve, sentences, predicted, joiner, scheme):
+  """The export's (`serve`: its serving_default) tags for each sentence's words joined by
+  `joiner` are `predicted` (the task's, from files), and its entities are `ner.entities` of
+  them, with code point offsets into the joined text."""
   texts = [joiner.join(words) for words in sentences]
-  out = tf.saved_model.load(str(export)).signatures["serving_default"](
-      sentences=tf.constant(texts))
+  out = serve(sentences=tf.constant(texts))
   out = {k: v.numpy() for k, v in out.items()}
   for i, (text, words, tags) in enumerate(zip(texts, sentences, predicted)):
     n = out["num_words"][i]
@@ -228,7 +216,9 @@ def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
     elif row:
       predicted.append(row)
       row = []
-  check_served_entities(tmp_path / "export", [s.words for s in ner.read_sentences(
+  import tensorflow_text  # pylint: disable=unused-import,g-import-not-at-top
+  serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+  check_served_entities(serve, [s.words for s in ner.read_sentences(
       os.path.join(data, "test.txt"))], predicted + ([row] if row else []), "", "IOB2")
 
 
@@ -298,86 +288,3 @@ def test_token_loss_is_the_mean_over_labelled_words(files, tmp_path):
   want = -log_probs[mask, labels[mask]].mean()
   np.testing.assert_allclose(float(loss), want, rtol=1e-5)
   assert float(sums["count"]) == mask.sum()
-
-
-def test_a_crashed_run_resumes_to_the_uninterrupted_weights(files, tmp_path, monkeypatch):
-  """Crashed in step 5 (checkpoints at 2 and 4): the rerun of the same command redoes step
-  5 and ends at the weights of the run that was never interrupted, with token-level loss
-  and bucketed batches (the training data's position is in the checkpoint)."""
-  from albert_tf.training import trainer  # pylint: disable=import-outside-toplevel
-  flags = dict(train_step=6, warmup_step=0, save_checkpoints_steps=2, do_eval=False,
-               do_predict=False, dropout_prob=0.1)
-  ner_task.run(options(files, tmp_path / "straight", **flags))
-  original, calls = trainer.distribute_global_batch, []
-
-  def crashing(*args):
-    calls.append(1)
-    if len(calls) == 5:
-      raise KeyboardInterrupt("simulated crash")
-    return original(*args)
-
-  with monkeypatch.context() as m:
-    m.setattr(trainer, "distribute_global_batch", crashing)
-    with pytest.raises(KeyboardInterrupt):
-      ner_task.run(options(files, tmp_path / "crashed", **flags))
-  assert tf.train.latest_checkpoint(str(tmp_path / "crashed")).endswith("ckpt-4")
-  resumed = []
-  with monkeypatch.context() as m:
-    m.setattr(trainer, "distribute_global_batch",
-              lambda *args: resumed.append(1) or original(*args))
-    ner_task.run(options(files, tmp_path / "crashed", **flags))
-  assert len(resumed) == 2   # steps 5 and 6 only: it went on from checkpoint 4
-
-  def weights(directory):
-    run = ner_task.NerRun(options(files, directory, do_train=False, do_eval=True,
-                                  do_predict=False))
-    model = run.build_model()
-    latest = tf.train.latest_checkpoint(str(directory))
-    assert latest.endswith("ckpt-6")
-    tf.train.Checkpoint(**model.checkpoint_items).read(latest).expect_partial()
-    return [w.numpy() for w in model.weights]
-
-  for a, b in zip(weights(tmp_path / "straight"), weights(tmp_path / "crashed")):
-    np.testing.assert_allclose(a, b, atol=1e-6)
-
-
-def test_run_ner_py_stopped_by_sigterm_saves_that_step_and_the_rerun_ends_at_the_same_weights(
-    files, tmp_path):
-  """The script itself, as a scheduler stops it: SIGTERM at a step that is no checkpoint
-  step saves that step, releases the lock, says so in one line and exits with 75; the
-  same command again trains the rest and ends within 1e-6 of a run never stopped."""
-  from albert_tf.training import trainer  # pylint: disable=import-outside-toplevel
-  flags = dict(train_step=60, warmup_step=0, save_checkpoints_steps=50, do_eval=False,
-               do_predict=False, dropout_prob=0.1, log_steps=1)
-  stopped = tmp_path / "stopped"
-  argv = [f"--{k}={v}" for k, v in dataclasses.asdict(options(files, stopped, **flags)).items()
-          if v is not None]
-  process = subprocess.Popen([sys.executable, str(ROOT / "run_ner.py")] + argv,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-  deadline = time.time() + 300
-  while time.time() < deadline and process.poll() is None:
-    rows = trainer.read_csv(str(stopped / "train_log.csv"))
-    if rows and int(rows[-1]["step"]) >= 3:
-      break
-    time.sleep(0.02)
-  assert process.poll() is None, process.stderr.read()[-3000:]
-  process.send_signal(signal.SIGTERM)
-  stderr = process.communicate(timeout=300)[1]
-  step = int(trainer.read_csv(str(stopped / "train_log.csv"))[-1]["step"])
-  assert 3 <= step < 50, step
-  assert process.returncode == trainer.STOPPED_EXIT_CODE == 75, stderr[-3000:]
-  assert stderr.strip().splitlines()[-1] == (
-      f"run_ner.py: stopped by SIGTERM at step {step}; rerun the same command to continue")
-  assert tf.train.latest_checkpoint(str(stopped)).endswith(f"/ckpt-{step}")
-  assert not (stopped / ".albert_tf.lock").exists()
-
-  ner_task.run(options(files, stopped, **flags))
-  ner_task.run(options(files, tmp_path / "straight", **flags))
-  assert [r["step"] for r in trainer.read_csv(str(stopped / "train_log.csv"))] == \
-      [str(s) for s in range(1, 61)]   # each step logged once
-  a = tf.train.load_checkpoint(str(tmp_path / "straight" / "ckpt-60"))
-  b = tf.train.load_checkpoint(str(stopped / "ckpt-60"))
-  keys = [k for k in a.get_variable_to_shape_map() if k.startswith(("encoder", "classifier"))]
-  assert keys
-  for key in keys:
-    np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)

@@ -79,8 +79,7 @@ def test_word_spans_and_character_offsets():
   offsets such that Python's slicing gives each word back."""
   texts = ["Jordan, who  lives in Zürich.", "我爱北京 ok", ""]
   words, begin, end = word_spans(tf.constant(texts))
-  chars = tagger.char_offsets(tf.constant(texts), begin).to_list()
-  stops = tagger.char_offsets(tf.constant(texts), end).to_list()
+  chars, stops = [r.to_list() for r in tagger.char_offsets(tf.constant(texts), begin, end)]
   assert [[w.decode() for w in row] for row in words.to_list()] == [
       ["Jordan", ",", "who", "lives", "in", "Zürich", "."], ["我", "爱", "北", "京", "ok"], []]
   for text, row, a, b in zip(texts, words.to_list(), chars, stops):

@@ -123,15 +123,18 @@ def entity_spans(tag_ids: tf.RaggedTensor, labels: Sequence[str], scheme: str):
           tf.ragged.boolean_mask(first, tag_ids.with_values(ends)), types)
 
 
-def char_offsets(sentences: tf.Tensor, byte_offsets: tf.RaggedTensor) -> tf.RaggedTensor:
-  """Byte offsets [B, (X)] into `sentences` [B] -> code point offsets."""
+def char_offsets(sentences: tf.Tensor, *byte_offsets: tf.RaggedTensor):
+  """Byte offsets [B, (X)] into `sentences` [B] -> code point offsets, for each argument
+  (the sentences decoded once)."""
   _, starts = tf.strings.unicode_decode_with_offsets(sentences, "UTF-8", errors="replace")
   shift = tf.constant(2 ** 32, tf.int64)
   keys = tf.cast(starts.value_rowids(), tf.int64) * shift + starts.values    # increasing
-  queries = tf.cast(byte_offsets.value_rowids(), tf.int64) * shift + byte_offsets.values
+  rows = [tf.cast(r.value_rowids(), tf.int64) for r in byte_offsets]
+  queries = tf.concat([row * shift + r.values for row, r in zip(rows, byte_offsets)], 0)
   index = tf.searchsorted(keys, queries, side="left", out_type=tf.int64)
-  return byte_offsets.with_values(
-      index - tf.gather(starts.row_splits, byte_offsets.value_rowids()))
+  index -= tf.gather(starts.row_splits, tf.concat(rows, 0))
+  parts = tf.split(index, [tf.shape(r.values, out_type=tf.int64)[0] for r in byte_offsets])
+  return [r.with_values(part) for r, part in zip(byte_offsets, parts)]
 
 
 class _ServingTagger(tf.Module):
@@ -161,9 +164,8 @@ class _ServingTagger(tf.Module):
     byte_start = tf.gather(begin.values, tf.gather(begin.row_splits, rows) + first_word.values)
     byte_end = tf.gather(end.values, tf.gather(end.row_splits, rows) + last_word.values)
     texts = tf.strings.substr(tf.gather(sentences, rows), byte_start, byte_end - byte_start)
-    starts = char_offsets(sentences, kinds.with_values(byte_start))
-    ends = char_offsets(sentences, kinds.with_values(byte_end))
-    word_begin, word_end = char_offsets(sentences, begin), char_offsets(sentences, end)
+    starts, ends, word_begin, word_end = char_offsets(
+        sentences, kinds.with_values(byte_start), kinds.with_values(byte_end), begin, end)
     dense = lambda r, fill: r.to_tensor(fill)
     return dict(
         entity_types=dense(kinds.with_values(tf.gather(type_names, kinds.values)), ""),
