@@ -10,7 +10,10 @@ STAMP := $(VENV)/.installed
 # Three on two cores: the tests wait on subprocesses and files part of the time
 # (measured: 605 s with 3, 692 s with 2, 1,324 s with 1; docs/testing.md).
 WORKERS ?= 3
-PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile)
+# --no-loadscope-reorder: files are handed out in tests/conftest.py's order (the longest
+# first), not pytest-xdist's default of the most tests first, which left the 55 s demo
+# test to start last (one process 566 s of tests, another 497 s: 585 s against ~545 s).
+PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 # albert_tf's bytecode is cached (in __pycache__/, which git ignores), even where the
 # environment turns caching off: the ~60 Python processes a test run starts then each skip

@@ -51,12 +51,15 @@ def spm_model(tmp_path_factory):
   return vocab.train_vocab(corpus, str(root / "pydoc"), vocab_size=1500)
 
 
-# The files that take longest, longest first (seconds alone on 2 cores; docs/testing.md):
-# `make test` hands whole files to its two processes in collection order, so starting
-# these first keeps one process from being left with a long file at the end.
-LONGEST_FIRST = ["test_export.py", "test_formats.py", "test_readme.py", "test_glue.py", "test_pretraining.py",
-                 "test_tflite.py", "test_demo.py", "test_squad.py", "test_encoder.py",
-                 "test_chinese_release.py", "test_race.py", "test_layout.py"]
+# `make test` hands whole files to its processes in collection order (the Makefile's
+# --no-loadscope-reorder), so these, the files of most summed test time in the suite
+# (longest first, docs/testing.md), start first and no process is left with a long file
+# at the end; the shorter files not named follow in name order and fill the gaps.
+LONGEST_FIRST = ["test_pretraining.py", "test_export.py", "test_readme.py", "test_glue.py",
+                 "test_encoder.py", "test_squad.py", "test_formats.py", "test_pretraining_beam.py",
+                 "test_demo.py", "test_tflite.py", "test_race.py", "test_ner.py",
+                 "test_huggingface.py", "test_accumulation.py", "test_onnx.py",
+                 "test_chinese_release.py", "test_ner_resume.py", "test_tokenization.py"]
 
 
 def pytest_collection_modifyitems(items):
