@@ -229,7 +229,7 @@ def _remove_stale_temporaries(parent: str) -> None:
 
 
 @contextlib.contextmanager
-def _atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str]]:
+def atomic_export(export_path: str, overwrite: bool) -> Iterator[Tuple[str, str]]:
   """Yields (saved_model_dir, assets_staging_dir) in a temporary directory beside
   `export_path`; on success moves the SavedModel into place, so an export
   that fails halfway never replaces (or removes) what was there.
@@ -287,7 +287,7 @@ def export_encoder(pretrainer: AlbertPretrainer, export_path: str,
   """
   export_path = os.path.abspath(export_path)
   options = tf.saved_model.SaveOptions()
-  with _atomic_export(export_path, overwrite) as (saved, staging):
+  with atomic_export(export_path, overwrite) as (saved, staging):
     model = build_hub_model(pretrainer, options)
     config_file = os.path.join(staging, "albert_config.json")
     pretrainer.config.to_json_file(config_file)
@@ -318,7 +318,7 @@ def export_preprocessor(spm_model_file: Optional[str], export_path: str,
   if default_seq_length < 3:
     raise ValueError(f"--default_seq_length must be at least 3, got {default_seq_length}")
   export_path = os.path.abspath(export_path)
-  with _atomic_export(export_path, overwrite) as (saved, staging):
+  with atomic_export(export_path, overwrite) as (saved, staging):
     options = tf.saved_model.SaveOptions()
     with save_context.save_context(options):   # traced once, as build_hub_model's functions
       root = _Preprocessor(spm_model_file, do_lower_case, default_seq_length, vocab_file)
@@ -377,7 +377,7 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
   is written beside saved_model.pb as albert_tf_export.json.
   """
   export_path = os.path.abspath(export_path)
-  with _atomic_export(export_path, overwrite) as (saved, staging):
+  with atomic_export(export_path, overwrite) as (saved, staging):
     root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
                                                      tokenizer.do_lower_case,
                                                      tokenizer.vocab_file),
@@ -390,16 +390,23 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     else:
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
                                   input_signature=[spec("sentence1")], autograph=False)
-    _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
-    options = tf.saved_model.SaveOptions()
-    with save_context.save_context(options), inference_only():   # traced once, for serving
-      root.__call__.get_concrete_function()
-    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
-                        options=options)
-    with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
-      json.dump(dict(kind="classifier", **(record or {})), f, indent=2, sort_keys=True)
+    save_serving(root, saved, staging, tokenizer, dict(kind="classifier", **(record or {})))
   logging.info("Exported the classifier SavedModel to %s", export_path)
   return export_path
+
+
+def save_serving(root: tf.Module, saved: str, staging: str, tokenizer: FullTokenizer,
+                 record: dict) -> None:
+  """Saves an end-to-end `root` (its `__call__` a tf.function of strings, traced here once,
+  for inference) with the vocabulary as an asset, and `record` beside saved_model.pb."""
+  _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
+  options = tf.saved_model.SaveOptions()
+  with save_context.save_context(options), inference_only():   # traced once, for serving
+    root.__call__.get_concrete_function()
+  tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
+                      options=options)
+  with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
+    json.dump(record, f, indent=2, sort_keys=True)
 
 
 # ----------------------------------------------------------------------------- the command

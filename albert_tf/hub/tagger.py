@@ -20,18 +20,14 @@ or -1): `entity_types`, `entity_texts` [B, E] strings, `entity_starts`,
 `tags` [B, W], `word_starts`, `word_ends` [B, W], `num_words` [B].
 """
 
-import json
 import os
 from typing import Dict, Sequence
 
 import tensorflow as tf
-from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
 
 from albert_tf.data import ner
-from albert_tf.hub.export import _atomic_export, _attach_vocabulary
-from albert_tf.hub.loading import EXPORT_RECORD
+from albert_tf.hub.export import atomic_export, save_serving
 from albert_tf.modeling.layers.dropout import random_generators
-from albert_tf.modeling.tracing import inference_only
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments, word_spans
 from albert_tf.text.tokenization import FullTokenizer
 
@@ -187,19 +183,13 @@ def export_tagger(model, export_path: str, tokenizer: FullTokenizer, seq_length:
   docstring); `record` is written beside saved_model.pb as albert_tf_export.json.
   Loading it needs `import tensorflow_text`."""
   export_path = os.path.abspath(export_path)
-  with _atomic_export(export_path, overwrite) as (saved, staging):
+  with atomic_export(export_path, overwrite) as (saved, staging):
     root = _ServingTagger(model, AlbertTokenizer(tokenizer.spm_model_file, tokenizer.do_lower_case,
                                                  tokenizer.vocab_file),
                           seq_length, stride, labels, scheme, per_character, tokenizer.unk_id)
     root.__call__ = tf.function(root.tag, autograph=False,
                                 input_signature=[tf.TensorSpec([None], tf.string, "sentences")])
-    _attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
-    options = tf.saved_model.SaveOptions()
-    with save_context.save_context(options), inference_only():   # traced once, for serving
-      root.__call__.get_concrete_function()
-    tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
-                        options=options)
-    with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
-      json.dump(dict(kind="tagger", labels=list(labels), tag_scheme=scheme,
-                     per_character=per_character, **(record or {})), f, indent=2, sort_keys=True)
+    save_serving(root, saved, staging, tokenizer,
+                 dict(kind="tagger", labels=list(labels), tag_scheme=scheme,
+                      per_character=per_character, **(record or {})))
   return export_path
