@@ -143,17 +143,18 @@ class _ServingTagger(tf.Module):
     self.model_variables = list(model.variables)
     self.random_generators = random_generators(model)
     self.text_tokenizers = tokenizer.text_tokenizers
-    self._model, self._tokenizer = (lambda inputs: model(inputs, training=False)), tokenizer
+    # (Closures, so that the Keras model and tokenizer are not saved themselves.)
+    self._model = lambda inputs: model(inputs, training=False)
+    self._pieces = lambda words: word_first_pieces(tokenizer, words, unk_id)
+    self._special = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     self._seq_length, self._stride = seq_length, stride
-    self._labels, self._scheme, self._per_character = list(labels), scheme, per_character
-    self._unk_id = unk_id
+    self._labels, self._scheme, self._per_character = tuple(labels), scheme, per_character
 
   def tag(self, sentences: tf.Tensor) -> Dict[str, tf.Tensor]:
-    tok = self._tokenizer
     words, begin, end = word_spans(sentences, self._per_character)          # [B, (W)]
-    pieces, first = word_first_pieces(tok, words, self._unk_id)
+    pieces, first = self._pieces(words)                                     # [B, (T)], [B, (W)]
     tag_ids = predict_first_pieces(self._model, pieces, first, self._seq_length, self._stride,
-                                   tok.cls_id, tok.sep_id, tok.pad_id)      # [B, (W)]
+                                   *self._special)                          # [B, (W)]
     kinds, first_word, last_word, types = entity_spans(tag_ids, self._labels, self._scheme)
     type_names = tf.constant(types or [""])
     rows = tf.cast(kinds.value_rowids(), tf.int64)
