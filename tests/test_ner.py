@@ -75,7 +75,7 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
                    "office", "."]
   assert served["num_words"].numpy()[1] == served["num_entities"].numpy()[1] == 0
   check_lite_tags(out, tmp_path / "ner.tflite", [s.words for s in ner.read_sentences(
-      os.path.join(files["data"], "test.txt"))], predicted)
+      os.path.join(files["data"], "test.txt"))], predicted, 32)
   # --do_eval alone on the trained run: the same figures from model.ckpt-best.
   again = ner_task.run(options(files, out, do_train=False, do_predict=False))
   assert again["eval"] == pytest.approx(evaluation)
@@ -133,9 +133,10 @@ def check_served_entities(serve, sentences, predicted, joiner, scheme):
     assert [t.decode() for t in out["entity_texts"][i][:e]] == [text[a:b] for _, a, b in got]
 
 
-def check_lite_tags(run_dir, path, sentences, predicted):
-  """export_tflite.py on the run: the raw sentence in, its pieces as the task cut them
-  (each word's pieces in turn), and the task's tag at each word's first piece."""
+def check_lite_tags(run_dir, path, sentences, predicted, seq_length, joiner=" "):
+  """export_tflite.py on the run: the raw sentence (SentencePiece) or the task's packed
+  pieces (WordPiece) in, the task's pieces (each word's in turn) and the task's tag at each
+  word's first piece out."""
   from albert_tf.hub.tflite import load_interpreter  # pylint: disable=g-import-not-at-top
   result = lite_export.run(lite_export.TFLiteOptions(model_dir=str(run_dir),
                                                      output_file=str(path), quantization="none"))
@@ -146,11 +147,17 @@ def check_lite_tags(run_dir, path, sentences, predicted):
   fit = 0
   for words, tags in zip(sentences, predicted):
     pieces = ner.word_pieces(tokenizer, words)
-    if sum(map(len, pieces)) > 30:   # cut at 32 on device: no windows there
+    flat = [tokenizer.cls_id] + [p for w in pieces for p in w] + [tokenizer.sep_id]
+    if len(flat) > seq_length:   # cut on device: no windows there
       continue
     fit += 1
-    out = runner(sentence=np.array([" ".join(words).encode()], dtype=object))
-    flat = [tokenizer.cls_id] + [p for w in pieces for p in w] + [tokenizer.sep_id]
+    if tokenizer.spm_model_file:
+      out = runner(sentence=np.array([joiner.join(words).encode()], dtype=object))
+    else:
+      pad = seq_length - len(flat)
+      out = runner(input_word_ids=np.array([flat + [tokenizer.pad_id] * pad], np.int32),
+                   input_mask=np.array([[1] * len(flat) + [0] * pad], np.int32),
+                   input_type_ids=np.zeros([1, seq_length], np.int32))
     assert out["input_word_ids"][0][:len(flat)].tolist() == flat
     firsts = 1 + np.cumsum([0] + [len(w) for w in pieces])[:-1]
     assert [labels[i] for i in out["tag_ids"][0][firsts]] == tags
@@ -218,8 +225,10 @@ def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
       row = []
   import tensorflow_text  # pylint: disable=unused-import,g-import-not-at-top
   serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
-  check_served_entities(serve, [s.words for s in ner.read_sentences(
-      os.path.join(data, "test.txt"))], predicted + ([row] if row else []), "", "IOB2")
+  sentences = [s.words for s in ner.read_sentences(os.path.join(data, "test.txt"))]
+  predicted += [row] if row else []
+  check_served_entities(serve, sentences, predicted, "", "IOB2")
+  check_lite_tags(out, tmp_path / "msra.tflite", sentences, predicted, 24, joiner="")
 
 
 def test_entity_metrics_are_seqeval_s_per_type_and_overall():
@@ -288,3 +297,18 @@ def test_token_loss_is_the_mean_over_labelled_words(files, tmp_path):
   want = -log_probs[mask, labels[mask]].mean()
   np.testing.assert_allclose(float(loss), want, rtol=1e-5)
   assert float(sums["count"]) == mask.sum()
+
+
+def test_int8_calibration_reads_the_training_sentences(files):
+  """export_tflite.py --quantization=int8 --data_dir=<run_ner.py's data>: the representative
+  examples are train.txt's sentences, words joined by spaces, drawn with the seed."""
+  class Module:   # what representative_examples asks of a LiteTagger
+    text_fields = ["sentence"]
+    example = staticmethod(lambda texts: texts)
+
+  train = {" ".join(s.words) for s in ner.read_sentences(os.path.join(files["data"],
+                                                                      "train.txt"))}
+  drawn = lite_export.representative_examples(files["data"], None, Module(), count=20)
+  assert len(drawn) == 20 and all(len(d) == 1 and d[0] in train for d in drawn)
+  assert len({d[0] for d in drawn}) > 10
+  assert drawn == lite_export.representative_examples(files["data"], None, Module(), count=20)
