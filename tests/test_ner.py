@@ -69,7 +69,8 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   serve = tf.saved_model.load(str(export)).signatures["serving_default"]
   check_served_entities(serve, [s.words for s in ner.read_sentences(
       os.path.join(files["data"], "test.txt"))], predicted, " ", "IOB2")
-  served = serve(sentences=tf.constant(["Yesterday,  Jordan Smith met the team at the office.", ""]))
+  served = serve(sentences=tf.constant(["Yesterday,  Jordan Smith met the team at the office.",
+                                        ""]))
   words = [w.decode() for w in served["words"].numpy()[0]]
   assert words == ["Yesterday", ",", "Jordan", "Smith", "met", "the", "team", "at", "the",
                    "office", "."]

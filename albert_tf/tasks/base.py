@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.cli import Checked, option
-from albert_tf.files import (LOCK_NAME, fingerprint, lock_directory, reading_checkpoint, unlock_directory,
-                             write_json)
+from albert_tf.files import (LOCK_NAME, fingerprint, lock_directory, reading_checkpoint,
+                             unlock_directory, write_json)
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
