@@ -1,6 +1,7 @@
 """run_ner.py's task: learns generated CoNLL data, writes eval_results.txt and
 test_predictions.txt, names bad inputs, keeps its labels on resume."""
 
+import csv
 import json
 import os
 import random
@@ -313,3 +314,66 @@ def test_int8_calibration_reads_the_training_sentences(files):
   assert len(drawn) == 20 and all(len(d) == 1 and d[0] in train for d in drawn)
   assert len({d[0] for d in drawn}) > 10
   assert drawn == lite_export.representative_examples(files["data"], None, Module(), count=20)
+
+
+def _train_log(output_dir):
+  with open(os.path.join(output_dir, "train_log.csv"), encoding="utf-8") as f:
+    return [float(row["loss"]) for row in csv.DictReader(f)]
+
+
+def test_accumulated_bucketed_micro_batches_make_the_large_batch_gradient(files, tmp_path):
+  """16 micro-batches of one window, each cut to its own bucket length (32 or 64), leave in the buffers
+  the gradient of the 16 windows as one batch: the loss is averaged over the whole
+  update's labelled words (the micro-batches hold different numbers of them), not micro-
+  batch by micro-batch. (The gradient, not whole runs: Adam's first steps move a weight
+  by about the learning rate whatever its gradient's scale.)"""
+  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  opts = options(files, tmp_path / "out", gradient_accumulation_steps=16, bucket_by_length=True,
+                 dropout_prob=0.0, do_eval=False, do_predict=False, max_seq_length=64)
+  task = ner_task.NerRun(opts)
+  trainer = trainer_lib.Trainer(
+      trainer_lib.TrainerOptions(output_dir=opts.output_dir, train_steps=3, learning_rate=1e-3,
+                                 train_batch_size=16, gradient_accumulation_steps=16),
+      task.strategy, task, task.train_dataset())
+  micro = [trainer._next_batch() for _ in range(16)]  # pylint: disable=protected-access
+  totals = task.update_totals(micro)
+  for batch in micro:
+    trainer._micro_step(trainer_lib.distribute_global_batch(  # pylint: disable=protected-access
+        task.strategy, batch, 1), totals)
+  got = [b.read_value().numpy() for b in trainer._buffers]  # pylint: disable=protected-access
+  widths = [int(b["input_word_ids"].shape[1]) for b in micro]
+  labelled = [int((b["label_ids"].numpy() >= 0).sum()) for b in micro]
+  assert len(set(widths)) > 1 and len(set(labelled)) > 1
+  width = max(widths)
+  large = {k: tf.concat([tf.pad(b[k], [[0, 0], [0, width - b[k].shape[1]]],
+                                constant_values=-1 if k == "label_ids" else 0)
+                         for b in micro], 0) for k in micro[0]}
+  with tf.GradientTape() as tape:
+    loss, _ = task.step_metrics(trainer.model, large, True, 16)
+  want = tape.gradient(loss, trainer.model.trainable_variables)
+  compared, unreached = 0, []
+  for g, w, v in zip(got, want, trainer.model.trainable_variables):
+    if w is None:   # the pooler: a token classifier does not use it
+      assert not np.any(g), v.name
+      unreached.append(v.ref())
+      continue
+    w = tf.convert_to_tensor(w).numpy()
+    np.testing.assert_allclose(g, w, atol=1e-6 + 1e-4 * np.abs(w).max(), err_msg=v.name)
+    compared += 1
+  assert set(unreached) == {v.ref() for v in trainer.model.encoder.pooler.trainable_variables}
+  assert compared == len(trainer.model.trainable_variables) - 2
+  assert np.abs(got[-1]).max() > 0
+
+
+def test_bfloat16_with_recompute_trains(files, tmp_path):
+  """--dtype=bfloat16 --recompute: finite losses, float32 variables, the tag head's logits
+  float32."""
+  out = tmp_path / "bf16"
+  ner_task.run(options(files, out, train_step=4, warmup_step=0, save_checkpoints_steps=4,
+                       do_eval=False, do_predict=False, log_steps=1, dtype="bfloat16",
+                       recompute=True))
+  losses = _train_log(out)
+  assert len(losses) == 4 and np.isfinite(losses).all()
+  reader = tf.train.load_checkpoint(str(out / "ckpt-4"))
+  dtypes = reader.get_variable_to_dtype_map()
+  assert {dtypes[k] for k in dtypes if k.startswith(("encoder/", "classifier/"))} == {tf.float32}
