@@ -146,8 +146,9 @@ def write_release(directory, cfg, spm_model):
 
 
 def write_classifier_run(directory, model, cfg, max_seq_length, task="MRPC", **vocabulary):
-  """What run_classifier.py leaves in --output_dir for export: `model`'s weights as
-  model.ckpt-best and run_config.json (`vocabulary`: spm_model_file= or vocab_file=)."""
+  """What run_classifier.py (or another fine-tuning script) leaves in --output_dir for
+  export: `model`'s weights as model.ckpt-best and run_config.json (`vocabulary`:
+  spm_model_file= or vocab_file=, and what else the run records, e.g. a NER run's labels=)."""
   import json  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

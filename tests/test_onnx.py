@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf import (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswerer,
-                       AlbertConfig)
+                       AlbertConfig, AlbertTokenClassifier)
 from albert_tf.tasks import convert, onnx_export
 from common import GROUPED, encoder_inputs, random_inputs, write_classifier_run, write_release
 
@@ -101,25 +101,30 @@ def test_dynamic_int8_is_smaller_and_close(tmp_path, spm_model):
   assert np.abs(a - b).max() < 0.1 * np.abs(a).max()
 
 
-@pytest.mark.parametrize("task", ["RACE", "SQuAD v1.1"])
-def test_race_and_squad_runs(task, tmp_path, spm_model):
+@pytest.mark.parametrize("task", ["RACE", "SQuAD v1.1", "NER"])
+def test_race_squad_and_ner_runs(task, tmp_path, spm_model):
   cfg = CFG
-  model = (AlbertMultipleChoice(cfg) if task == "RACE" else AlbertQuestionAnswerer(cfg))
+  tags = ["O", "B-PER", "I-PER"]
+  model = {"RACE": lambda: AlbertMultipleChoice(cfg), "NER": lambda: AlbertTokenClassifier(
+      cfg, len(tags))}.get(task, lambda: AlbertQuestionAnswerer(cfg))()
   inputs = encoder_inputs(random_inputs(cfg, batch=2, seq=12))
   if task == "RACE":   # [B, choices, S]
     inputs = {k: np.stack([v, v[::-1]], axis=1) for k, v in inputs.items()}
   model(inputs)
   run = tmp_path / "run"
   run.mkdir()
-  write_classifier_run(run, model, cfg, 32, task=task, spm_model_file=spm_model)
+  write_classifier_run(run, model, cfg, 32, task=task, spm_model_file=spm_model,
+                       **(dict(labels=tags) if task == "NER" else {}))
   out = _export(tmp_path, "task.onnx", model_dir=str(run))
   session = _session(out)
   got = dict(zip([o.name for o in session.get_outputs()], session.run(None, inputs)))
   want = model(inputs, training=False)
-  want = {"logits": want} if task == "RACE" else want
+  want = {"logits": want} if task in ("RACE", "NER") else want   # NER: [B, S, tags]
   assert sorted(got) == sorted(want)
   for key in want:
     np.testing.assert_allclose(got[key], want[key], atol=1e-5, rtol=0)
+  if task == "NER":
+    assert json.loads(open(out + ".json").read())["labels"] == tags
 
 
 def test_errors_name_the_flag_and_leave_files_alone(classifier_run, tmp_path):

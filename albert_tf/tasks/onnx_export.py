@@ -2,7 +2,7 @@
 
 The model comes from any source `convert.read_source` reads: `--albert_directory` (any
 model layout or name) or `--export_path` (an encoder SavedModel) gives the encoder;
-`--model_dir` (a run_classifier.py, run_race.py or run_squad.py output directory) gives
+`--model_dir` (a run_classifier.py, run_race.py, run_squad.py or run_ner.py output directory) gives
 that task's model and head. `albert_tf.hub.onnx` writes the file.
 """
 
@@ -18,9 +18,9 @@ from albert_tf.tasks import convert
 @dataclasses.dataclass(kw_only=True)
 class OnnxOptions(Checked):
   """hub_export/export_onnx.py's flags."""
-  model_dir: Optional[str] = option(None, "A run_classifier.py, run_race.py or run_squad.py "
-                                    "--output_dir: its model and head (logits, or start and "
-                                    "end logits).")
+  model_dir: Optional[str] = option(None, "A run_classifier.py, run_race.py, run_squad.py or "
+                                    "run_ner.py --output_dir: its model and head (logits, or "
+                                    "start and end logits).")
   albert_directory: Optional[str] = option(None, "Instead, a bare encoder: any model "
                                            "directory or name albert_tf reads.")
   export_path: Optional[str] = option(None, "Instead, a bare encoder: an encoder SavedModel "
