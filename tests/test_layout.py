@@ -71,7 +71,8 @@ ORIGINAL_FLAGS = {
                   "train_batch_size learning_rate train_step warmup_step save_checkpoints_steps "
                   "albert_directory albert_config_file init_checkpoint albert_hub_module_handle "
                   "spm_model_file vocab_file do_lower_case dtype recompute "
-                  "gradient_accumulation_steps bucket_by_length tag_scheme doc_stride seed",
+                  "gradient_accumulation_steps bucket_by_length tag_scheme doc_stride seed "
+                  "export_dir",
     "hub_export/export.py": "albert_directory checkpoint_name albert_config_file init_checkpoint "
                             "spm_model_file vocab_file export_path export_preprocessing_path do_lower_case "
                             "default_seq_length overwrite use_einsum",
