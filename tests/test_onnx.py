@@ -14,7 +14,7 @@ import sentencepiece as spm
 
 from albert_tf import (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswerer,
                        AlbertConfig, AlbertTokenClassifier)
-from albert_tf.tasks import convert, onnx_export
+from albert_tf.tasks import onnx_export
 from common import GROUPED, encoder_inputs, random_inputs, write_classifier_run, write_release
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
