@@ -10,19 +10,20 @@
 7. the fine-tuned model as a dynamic-int8 TFLite file that takes raw text, classifying
    two dev pairs with LiteRT; and where everything went.
 
-Each step runs the real command line (printed, so you can rerun it); `--quick`
-shrinks every step for a smoke run.
+Each step is printed as the command line that does it (run it to redo or adapt the step)
+and runs that command's code, all in this one process; `--quick` shrinks every step for a
+smoke run.
 """
 
 import datetime
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
+import warnings
 
-from absl import app, flags
+from absl import app, flags, logging
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # before TensorFlow is imported (by albert_tf)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
@@ -40,20 +41,31 @@ MODEL = dict(vocab_size=2000, embedding_size=64, hidden_size=128, num_hidden_lay
 SEQ = 64  # short sequences keep the whole demo within minutes on 2 CPU cores
 
 
+# Each step's command: the script, and the options and function it runs (what the script
+# calls once its flags are read). The steps run in this one process, each printed as the
+# command line that does the same alone: one TensorFlow start-up instead of one per step.
+COMMANDS = {
+    "create_vocab.py": ("albert_tf.text.vocab", "VocabOptions", "run"),
+    "create_pretraining_data.py": ("albert_tf.data.creation", "CreationOptions", "create"),
+    "run_pretraining.py": ("albert_tf.tasks.pretraining", "PretrainingOptions", "run"),
+    "hub_export/export.py": ("albert_tf.hub.export", "ExportOptions", "run"),
+    "run_classifier.py": ("albert_tf.tasks.classification", "ClassifierOptions", "run"),
+    "hub_export/export_tflite.py": ("albert_tf.tasks.lite_export", "TFLiteOptions", "run"),
+}
+
+
 def _run(step: str, script: str, **flag_values) -> float:
-  """Runs `python script --flag=value ...`, printing the command; returns the seconds taken."""
-  cmd = [sys.executable, os.path.join(ROOT, script), "--verbosity=-1"]  # warnings and up
-  for name, value in flag_values.items():
-    if isinstance(value, bool):
-      cmd.append(f"--{name}" if value else f"--no{name}")
-    else:
-      cmd.append(f"--{name}={value}")
-  shown = [c for c in cmd[1:] if c != "--verbosity=-1"]
-  print(f"\n== {step}\n$ python {' '.join(shlex.quote(os.path.relpath(c, ROOT)) if i == 0 else shlex.quote(c) for i, c in enumerate(shown))}", flush=True)
+  """Runs `script`'s command with these flags, printing its command line; returns the
+  seconds taken."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  shown = [script] + [(f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
+                      for k, v in flag_values.items()]
+  print(f"\n== {step}\n$ python {' '.join(shlex.quote(c) for c in shown)}", flush=True)
+  module, options, function = COMMANDS[script]
+  module = importlib.import_module(module)
   started = time.time()
-  # Level 3 also hides the harmless "failed call to cuInit" line on machines without a GPU.
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-  subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+  getattr(module, function)(getattr(module, options)(**flag_values))
+  sys.stdout.flush()
   return time.time() - started
 
 
@@ -91,6 +103,8 @@ def main(argv):
     raise app.UsageError(f"--output_dir {out} exists and is not empty; choose another")
   os.makedirs(out, exist_ok=True)
   quick = FLAGS.quick
+  logging.set_verbosity(logging.WARNING)   # as the scripts run with --verbosity=-1
+  warnings.filterwarnings("ignore")
   started = time.time()
   timings = {}
   sys.path.insert(0, ROOT)
@@ -121,12 +135,12 @@ def main(argv):
   pretrain_dir = os.path.join(out, "pretraining")
   pretrain_steps = 20 if quick else 700
   timings["pretraining"] = _run(
-      "3. Pretraining (masked LM + sentence order, bfloat16)", "run_pretraining.py",
+      "3. Pretraining (masked LM + sentence order, the faster dtype here)", "run_pretraining.py",
       input_file=os.path.join(data, "pydoc-*.tfrecord"), output_dir=pretrain_dir,
       albert_config_file=config_file, do_train=True, do_eval=True, train_batch_size=32,
       eval_batch_size=32, max_seq_length=SEQ, max_predictions_per_seq=20, optimizer="lamb",
       learning_rate=2e-3, num_train_steps=pretrain_steps, num_warmup_steps=pretrain_steps // 10,
-      save_checkpoints_steps=max(pretrain_steps // 4, 1), max_eval_steps=20, dtype="bfloat16",
+      save_checkpoints_steps=max(pretrain_steps // 4, 1), max_eval_steps=20, dtype="auto",
       log_steps=max(pretrain_steps // 50, 1))
 
   hub_dir = os.path.join(out, "hub")

@@ -105,6 +105,11 @@ def reset_peak():
 
 
 def run_albert_tf(spec):
+  if spec.get("memory"):
+    # TensorFlow's CPU allocator counts its bytes only when it is oneDNN's (on by default on
+    # CPUs with AVX-512 VNNI, bfloat16 or AMX) or the BFC allocator: the BFC one on every
+    # CPU, so that the reading means the same on each (AVX2-only CPUs have neither).
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top

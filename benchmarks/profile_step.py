@@ -54,7 +54,7 @@ FLAGS = flags.FLAGS
 
 XLA_ENCLOSING = ("call", "Execute", "ParallelFor", "ExecutorDoneCallback")
 MATMULS = {"_MklMatMul", "_MklBatchMatMulV2", "_MklFusedBatchMatMulV2", "_MklFusedMatMul",
-           "_MklNativeFusedMatMul", "MatMul", "BatchMatMulV2"}
+           "_MklNativeFusedMatMul", "MatMul", "_FusedMatMul", "BatchMatMulV2"}
 
 
 def part_of(key):
@@ -64,7 +64,7 @@ def part_of(key):
   if op_name.startswith("Adam/"):
     return "optimizer update"
   if op_type in MATMULS:
-    return "matmuls (oneDNN)"
+    return "matmul kernels"
   return "XLA kernels" if op_type.startswith("XLA ") else "other ops"
 
 

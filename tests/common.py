@@ -43,6 +43,18 @@ CORPUS = [
 BYTES = [b"invalid \xff\xfe utf-8 \xc3\xa9 ok", "unicode é".encode("utf-8"), b"\x80"]
 
 
+def assert_close(actual, desired, tol, err_msg=""):
+  """`actual` equals `desired` within `tol` times desired's scale (its largest magnitude, at
+  least 1). A float32 result summed over many terms carries rounding error relative to the
+  scale of the terms, not to each element: a near-zero element of a gradient whose others
+  reach 100 is off by about 100 times float32's precision, whatever the CPU's summation
+  order (an element-wise tolerance fails on one CPU and passes on another)."""
+  desired = np.asarray(desired, np.float64)
+  scale = max(1.0, float(np.abs(desired).max())) if desired.size else 1.0
+  np.testing.assert_allclose(np.asarray(actual, np.float64), desired, rtol=0, atol=tol * scale,
+                             err_msg=err_msg)
+
+
 def random_inputs(cfg, batch=3, seq=11, seed=1, num_masked=4):
   """Int32 inputs with some padding at the end of every row but the first."""
   rng = np.random.default_rng(seed)

@@ -42,6 +42,14 @@ def _reset_keras():
 
 
 @pytest.fixture(scope="session")
+def learning_seed():
+  """The start of every learning test (its initial weights, data order and dropout):
+  ALBERT_TF_LEARNING_SEED, 0 unless set. Each must learn from any seed, whatever the CPU's
+  summation order; docs/testing.md has the table of each at several seeds."""
+  return int(os.environ.get("ALBERT_TF_LEARNING_SEED", "0"))
+
+
+@pytest.fixture(scope="session")
 def spm_model(tmp_path_factory):
   """A small ALBERT vocabulary trained on the pydoc topics that ship with Python."""
   from albert_tf.text import vocab

@@ -7,7 +7,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig, AlbertEncoder
 from albert_tf.data import pretraining, records
 
-from common import TINY
+from common import TINY, assert_close
 
 
 def test_bucket_lengths_are_few_and_end_at_the_sequence_length():
@@ -79,7 +79,7 @@ def test_bucketed_batches_give_the_fixed_padding_outputs_with_few_traces(short_r
       np.testing.assert_array_equal(f[key], c[key])
     out_cut = run(c).numpy()
     for i, n in enumerate(lengths):  # every real token's output; padding is masked out
-      np.testing.assert_allclose(out_cut[i, :n], out_fixed[i, :n], atol=1e-5)
+      assert_close(out_cut[i, :n], out_fixed[i, :n], 1e-5)
   assert run.experimental_get_tracing_count() - traced == len(set(widths))  # one per length
 
 

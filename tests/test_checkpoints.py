@@ -7,7 +7,7 @@ import tensorflow as tf
 from albert_tf import AlbertEncoder, AlbertPretrainer, load_original_checkpoint, save_original_checkpoint
 from albert_tf.modeling.checkpoints import variable_map
 import original_albert
-from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
+from common import GROUPED, SQUARE, TINY, assert_close, encoder_inputs, random_inputs
 
 
 def _assert_matches_reference(out, ref, atol=1e-5):
@@ -154,8 +154,8 @@ def test_matches_tf_models_official_albert_encoder(tmp_path):
   inputs = encoder_inputs(random_inputs(cfg, batch=4, seq=16))
   seq, pooled = theirs([inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"]])
   out = ours(inputs)
-  np.testing.assert_allclose(out["sequence_output"].numpy(), seq.numpy(), atol=1e-5)
-  np.testing.assert_allclose(out["pooled_output"].numpy(), pooled.numpy(), atol=1e-5)
+  assert_close(out["sequence_output"].numpy(), seq.numpy(), 1e-5)
+  assert_close(out["pooled_output"].numpy(), pooled.numpy(), 1e-5)
 
 
 def test_native_object_checkpoint_restores_encoder_alone(tmp_path):

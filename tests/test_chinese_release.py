@@ -21,7 +21,7 @@ from albert_tf.formats import tf_hub as loading
 from albert_tf.formats import load_original_checkpoint
 from albert_tf.tasks import base
 from albert_tf.text.tokenization import FullTokenizer
-from common import encoder_inputs, write_wordpiece_vocab
+from common import assert_close, encoder_inputs, write_wordpiece_vocab
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CFG = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_hidden_groups=1,
@@ -153,7 +153,7 @@ def test_export_recognizes_the_release_and_reloads_through_keras(release, tmp_pa
   load_original_checkpoint(model, str(albert / "model.ckpt-best"))
   got, want = encoder(inputs), model(encoder_inputs({k: v.numpy() for k, v in inputs.items()}))
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-5)
+    assert_close(got[key].numpy(), want[key].numpy(), 1e-5)
   # --vocab_file=from_tf_hub takes the vocabulary back from the encoder export.
   source = base.resolve_model_source(base.ModelOptions(
       albert_hub_module_handle=str(tmp_path / "moved_enc"), vocab_file="from_tf_hub"), SEQ)

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.modeling import activations
+from common import assert_close
 
 # A released albert_base v2 albert_config.json, extra keys included.
 RELEASED = {
@@ -84,12 +85,11 @@ def test_gelu_is_the_tanh_approximation():
   x = np.linspace(-6, 6, 101).astype(np.float32)
   tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
   got = activations.get("gelu")(tf.constant(x)).numpy()
-  np.testing.assert_allclose(got, tanh_form, atol=1e-6)
-  np.testing.assert_allclose(activations.get("gelu_new")(tf.constant(x)).numpy(), tanh_form, atol=1e-6)
+  assert_close(got, tanh_form, 1e-6)
+  assert_close(activations.get("gelu_new")(tf.constant(x)).numpy(), tanh_form, 1e-6)
   exact = tf.nn.gelu(tf.constant(x), approximate=False).numpy()
   assert np.abs(got - exact).max() > 1e-4  # the two differ, so the check above means something
-  np.testing.assert_allclose(activations.get("swish")(tf.constant(x)).numpy(), x / (1 + np.exp(-x)),
-                             rtol=1e-5, atol=1e-6)
+  assert_close(activations.get("swish")(tf.constant(x)).numpy(), x / (1 + np.exp(-x)), 1e-5)
   np.testing.assert_array_equal(activations.get("relu")(tf.constant(x)).numpy(), np.maximum(x, 0))
 
 
@@ -103,18 +103,18 @@ def test_fused_training_gelu_is_gelu_and_its_derivative():
   value = 0.5 * x64 * (1 + t)
   slope = 0.5 * (1 + t) + 0.5 * x64 * (1 - t ** 2) * c * (1 + 3 * 0.044715 * x64 ** 2)
   step = 1e-6   # the closed form above against the function itself
-  np.testing.assert_allclose(
+  assert_close(
       slope, (0.5 * (x64 + step) * (1 + np.tanh(c * ((x64 + step) + 0.044715 * (x64 + step) ** 3)))
               - 0.5 * (x64 - step) * (1 + np.tanh(c * ((x64 - step) + 0.044715 * (x64 - step) ** 3))))
-      / (2 * step), atol=1e-6)
+      / (2 * step), 1e-6)
 
   x32 = tf.constant(x64, tf.float32)
   with tf.GradientTape() as tape:
     tape.watch(x32)
     y = activations.gelu(x32)
-  np.testing.assert_allclose(activations._gelu_backward_fused(x32, tf.ones_like(x32)).numpy(),
-                             tape.gradient(y, x32).numpy(), atol=1e-5)
-  np.testing.assert_allclose(activations.gelu_fused(x32).numpy(), y.numpy(), atol=1e-6)
+  assert_close(activations._gelu_backward_fused(x32, tf.ones_like(x32)).numpy(),
+               tape.gradient(y, x32).numpy(), 1e-5)
+  assert_close(activations.gelu_fused(x32).numpy(), y.numpy(), 1e-6)
   fused = activations.for_training(activations.get("gelu"))
   assert fused is activations.gelu_fused
   assert activations.for_training(tf.nn.relu) is tf.nn.relu

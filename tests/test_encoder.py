@@ -10,7 +10,7 @@ import tf_keras as keras
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling import activations, fused, heads, layers, recompute
 from albert_tf.modeling import encoder as encoder_module
-from common import GROUPED, SQUARE, TINY, encoder_inputs, random_inputs
+from common import GROUPED, SQUARE, TINY, assert_close, encoder_inputs, random_inputs
 
 
 @pytest.mark.parametrize("preset,count", [
@@ -54,7 +54,7 @@ def test_padding_never_influences_real_tokens():
   diff = np.abs(a["sequence_output"].numpy() - b["sequence_output"].numpy())
   assert diff[real].max() < 1e-6
   assert diff[~real].max() > 1e-3  # the padded positions did change, so the test can fail
-  np.testing.assert_allclose(a["pooled_output"], b["pooled_output"], atol=1e-6)
+  assert_close(a["pooled_output"], b["pooled_output"], 1e-6)
 
 
 def _copy_and_compare(model, rebuilt, inputs):
@@ -114,7 +114,7 @@ def test_layer_norm_matches_keras_in_values_and_gradients(shape):
 
   for got, want, name in zip(value_and_grads(ours), value_and_grads(keras_ln),
                              ["y", "dx", "dgamma", "dbeta"]):
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+    assert_close(got.numpy(), want.numpy(), 1e-5, err_msg=name)
   # bfloat16 in, bfloat16 out; the statistics stay in float32.
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   mixed = layers.LayerNorm(epsilon=1e-12)
@@ -122,7 +122,7 @@ def test_layer_norm_matches_keras_in_values_and_gradients(shape):
   mixed.set_weights(ours.get_weights())
   y = mixed(tf.cast(x, tf.bfloat16))
   assert y.dtype == tf.bfloat16 and mixed.gamma.dtype == tf.float32
-  np.testing.assert_allclose(tf.cast(y, tf.float32).numpy(), ours(x).numpy(), atol=0.05)
+  assert_close(tf.cast(y, tf.float32).numpy(), ours(x).numpy(), 0.05)
 
 
 def test_pretrainer_outputs():
@@ -209,7 +209,7 @@ def test_xla_matches_eager():
   eager = model(inputs, training=False)
   xla = tf.function(lambda x: model(x, training=False), jit_compile=True)(inputs)
   for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
-    np.testing.assert_allclose(xla[key], eager[key], atol=1e-5, rtol=1e-5)
+    assert_close(xla[key], eager[key], 1e-5)
 
   @tf.function(jit_compile=True)
   def grad_norm(x):
@@ -237,7 +237,7 @@ def test_builds_and_runs_under_mirrored_strategy():
   batch = next(iter(dataset))
   per_replica = strategy.run(tf.function(lambda x: model(x)["sop_logits"]), args=(batch,))
   got = np.concatenate([t.numpy() for t in strategy.experimental_local_results(per_replica)])
-  np.testing.assert_allclose(got, reference(inputs)["sop_logits"], atol=1e-5)
+  assert_close(got, reference(inputs)["sop_logits"], 1e-5)
 
 
 def test_sequence_lengths_outside_the_positions_are_named_and_int64_ids_work():
@@ -287,7 +287,7 @@ def test_recompute_gives_the_same_loss_and_gradients(dtype):
   assert len(kept) == len(recomputed) == len(encoder.trainable_variables)
   atol = tolerance
   for variable, a, b in zip(encoder.trainable_variables, kept, recomputed):
-    np.testing.assert_allclose(b, a, atol=atol, err_msg=variable.name)
+    assert_close(b, a, atol, err_msg=variable.name)
   assert max(np.abs(a).max() for a in kept) > 10 * atol  # gradients that can differ
 
 
@@ -329,7 +329,7 @@ def test_recompute_grad_replays_the_block_without_copying_its_weights():
   assert recomputed["MatMul"] == kept["MatMul"]                  # but not its kept matmul
   assert not copies
   for a, b in zip(got, want):
-    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert_close(a, b, 1e-6)
   assert min(np.abs(g).max() for g in want) > 1e-2
   _, copies, _ = gradients(lambda f: tf.recompute_grad(lambda *a: f(*a)[0]))
   assert copies          # the check sees the copies where they are
@@ -369,7 +369,7 @@ def test_shared_weight_gradients_are_summed_as_they_come(monkeypatch):
   # training=False has no dropout here and no in-order sums: the plain graph's gradients.
   for a, b, variable in zip(gradients(inputs, True), gradients(inputs, False),
                             encoder.trainable_variables):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7, err_msg=variable.name)
+    assert_close(a.numpy(), b.numpy(), 1e-6, err_msg=variable.name)
 
   for training in (True, False):
     # AddN nodes summing all six applications' matmul/bias gradients.
@@ -398,11 +398,10 @@ def test_pooled_output_comes_from_a_first_token_path_with_the_same_values_and_gr
     out = encoder(inputs, training=True)
     through_sequence = encoder.pooler(out["sequence_output"][:, 0])
     losses = [tf.reduce_sum(p * weights) for p in (out["pooled_output"], through_sequence)]
-  np.testing.assert_allclose(out["pooled_output"], through_sequence, atol=1e-6)
+  assert_close(out["pooled_output"], through_sequence, 1e-6)
   first, full = (tape.gradient(loss, encoder.trainable_variables) for loss in losses)
   for variable, a, b in zip(encoder.trainable_variables, first, full):
-    np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
-                               rtol=1e-5, atol=1e-6, err_msg=variable.name)
+    assert_close(tf.convert_to_tensor(a), tf.convert_to_tensor(b), 1e-5, err_msg=variable.name)
   # The dropout masks are in use (so the test can fail): without dropout the pooled
   # output differs.
   assert np.abs(out["pooled_output"] - encoder(inputs)["pooled_output"]).max() > 1e-3
@@ -443,7 +442,7 @@ def test_a_caller_of_both_outputs_pools_the_full_last_layer_without_a_second_pat
   assert _dot_row_counts(both(uses_sequence_output=True), inputs, 48) == {16: 3}
   default, single = encoder(inputs), encoder(inputs, uses_sequence_output=True)
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(single[key], default[key], atol=1e-6)
+    assert_close(single[key], default[key], 1e-6)
 
 
 def _function_names(concrete_function):
@@ -629,8 +628,7 @@ def test_bfloat16_inference_attention_in_bfloat16_is_as_close_to_float32_as_the_
                            for k, v in block.read_weights(training=training).items()}
   a = block(x, bias, weights=read(False))
   b = block(x, bias, weights=read(True))
-  np.testing.assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32), atol=0.05)
+  assert_close(tf.cast(a, tf.float32), tf.cast(b, tf.float32), 0.05)
   # the first-token path (pooled) and the full path agree on the first row
   first = encoder.pooler(got["sequence_output"][:, 0])
-  np.testing.assert_allclose(tf.cast(first, tf.float32), tf.cast(got["pooled_output"], tf.float32),
-                             atol=0.02)
+  assert_close(tf.cast(first, tf.float32), tf.cast(got["pooled_output"], tf.float32), 0.02)

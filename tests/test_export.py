@@ -18,7 +18,7 @@ from albert_tf.formats import tf_hub as loading
 from albert_tf.hub import export
 from albert_tf.text.tokenization import FullTokenizer
 import original_albert
-from common import BYTES, CORPUS, GROUPED, TINY, encoder_inputs, random_inputs
+from common import BYTES, CORPUS, GROUPED, TINY, assert_close, encoder_inputs, random_inputs
 
 EXPORT_SCRIPT = str(pathlib.Path(__file__).resolve().parents[1] / "hub_export" / "export.py")
 
@@ -76,11 +76,11 @@ def test_encoder_savedmodel_matches_in_process_model(released):
     got, want = layer(encoder_inputs(x)), model(x)
     assert sorted(got) == ["default", "encoder_outputs", "pooled_output", "sequence_output"]
     for key in ("sequence_output", "pooled_output"):
-      np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-5)
+      assert_close(got[key].numpy(), want[key].numpy(), 1e-5)
     np.testing.assert_array_equal(got["default"].numpy(), got["pooled_output"].numpy())
     assert len(got["encoder_outputs"]) == cfg["num_hidden_layers"] * cfg["inner_group_num"]
     for g, w in zip(got["encoder_outputs"], want["encoder_outputs"]):
-      np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5)
+      assert_close(g.numpy(), w.numpy(), 1e-5)
     # int64 ids (what many tokenizers give) are the same ids.
     wide = layer({k: v.astype(np.int64) for k, v in encoder_inputs(x).items()})
     np.testing.assert_array_equal(wide["pooled_output"].numpy(), got["pooled_output"].numpy())
@@ -91,28 +91,25 @@ def test_encoder_savedmodel_matches_in_process_model(released):
   ids = {k: tf.constant(v) for k, v in encoder_inputs(x).items()}
   for kwargs in ({}, dict(training=None), dict(training=False)):
     plain = loaded(ids, **kwargs)
-    np.testing.assert_allclose(plain["pooled_output"].numpy(), want["pooled_output"].numpy(),
-                               atol=1e-5, err_msg=str(kwargs))
+    assert_close(plain["pooled_output"].numpy(), want["pooled_output"].numpy(), 1e-5,
+                 err_msg=str(kwargs))
     for head, extra, key in ((loaded.mlm, dict(masked_lm_positions=x["masked_lm_positions"]),
                               "mlm_logits"), (loaded.sop, {}, "sop_logits")):
-      np.testing.assert_allclose(head(dict(ids, **extra), **kwargs)[key].numpy(),
-                                 want[key].numpy(), atol=1e-5, err_msg=f"{key} {kwargs}")
+      assert_close(head(dict(ids, **extra), **kwargs)[key].numpy(), want[key].numpy(), 1e-5,
+                   err_msg=f"{key} {kwargs}")
   dropped = loaded(ids, training=True)["pooled_output"].numpy()
   assert np.abs(dropped - want["pooled_output"].numpy()).max() > 1e-3
-  np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), want["mlm_logits"].numpy(),
-                             atol=1e-5)
+  assert_close(loaded.mlm(x)["mlm_logits"].numpy(), want["mlm_logits"].numpy(), 1e-5)
   mlm = hub.KerasLayer(loaded.mlm, signature=None)(x)
   sop = hub.KerasLayer(loaded.sop, signature=None)(encoder_inputs(x))
   assert mlm["mlm_logits"].shape == (2, 4, cfg["vocab_size"])
-  np.testing.assert_allclose(mlm["mlm_logits"].numpy(), want["mlm_logits"].numpy(), atol=1e-5)
-  np.testing.assert_allclose(sop["sop_logits"].numpy(), want["sop_logits"].numpy(), atol=1e-5)
+  assert_close(mlm["mlm_logits"].numpy(), want["mlm_logits"].numpy(), 1e-5)
+  assert_close(sop["sop_logits"].numpy(), want["sop_logits"].numpy(), 1e-5)
   served = loaded.signatures["serving_default"](**{k: tf.constant(v)
                                                    for k, v in encoder_inputs(x).items()})
-  np.testing.assert_allclose(served["pooled_output"].numpy(), want["pooled_output"].numpy(),
-                             atol=1e-5)
+  assert_close(served["pooled_output"].numpy(), want["pooled_output"].numpy(), 1e-5)
   last = len(want["encoder_outputs"]) - 1
-  np.testing.assert_allclose(served[f"encoder_outputs_{last}"].numpy(),
-                             want["sequence_output"].numpy(), atol=1e-5)
+  assert_close(served[f"encoder_outputs_{last}"].numpy(), want["sequence_output"].numpy(), 1e-5)
 
 
 def test_encoder_savedmodel_trains_in_keras(released):
@@ -163,8 +160,8 @@ def test_inference_traces_hold_no_custom_gradients_and_still_differentiate(relea
   got_grads = tape.gradient(got, layer.trainable_weights)   # (the same variables, in order)
   assert [v.shape for v in layer.trainable_weights] == [v.shape for v in model.trainable_weights]
   for v, g, w in zip(model.trainable_weights, got_grads, want_grads):
-    np.testing.assert_allclose(tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(w).numpy(),
-                               rtol=1e-5, atol=1e-5, err_msg=v.name)
+    assert_close(tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(w).numpy(), 1e-5,
+                 err_msg=v.name)
 
 
 def test_encoder_savedmodel_assets(released):
@@ -223,12 +220,12 @@ def test_preprocessor_and_encoder_chained_on_raw_strings(released, preprocess):
                                 tokenizer.cls_id, tokenizer.sep_id) for x, y in zip(firsts, seconds)]
   want = model({k: np.array([p[k] for p in packed], np.int32) for k in packed[0]})
   got = pair_model([tf.constant(firsts), tf.constant(seconds)])
-  np.testing.assert_allclose(got.numpy(), want["pooled_output"].numpy(), atol=1e-5)
+  assert_close(got.numpy(), want["pooled_output"].numpy(), 1e-5)
   packed = [packing.pack_inputs(tokenizer.encode(x), None, 16, tokenizer.cls_id, tokenizer.sep_id)
             for x in firsts]
   want = model({k: np.array([p[k] for p in packed], np.int32) for k in packed[0]})
   got = single_model(tf.constant(firsts))
-  np.testing.assert_allclose(got.numpy(), want["sequence_output"].numpy(), atol=1e-5)
+  assert_close(got.numpy(), want["sequence_output"].numpy(), 1e-5)
 
 
 @pytest.mark.slow
@@ -252,8 +249,7 @@ def test_exported_encoder_fine_tunes_saves_and_reloads(tmp_path):
   classifier.save(str(tmp_path / "classifier"), save_format="tf")
   reloaded = keras.models.load_model(str(tmp_path / "classifier"),
                                      custom_objects={"KerasLayer": hub.KerasLayer})
-  np.testing.assert_allclose(reloaded.predict(x, verbose=0), classifier.predict(x, verbose=0),
-                             atol=1e-5)
+  assert_close(reloaded.predict(x, verbose=0), classifier.predict(x, verbose=0), 1e-5)
 
 
 def test_export_refuses_to_overwrite_and_replaces_atomically(tmp_path, monkeypatch):
@@ -369,8 +365,7 @@ def test_export_from_native_checkpoint(tmp_path, spm_model):
                              init_checkpoint=prefix, spm_model_file=spm_model)
   x = random_inputs(cfg)
   loaded = hub.load(str(tmp_path / "hub"))
-  np.testing.assert_allclose(loaded.mlm(x)["mlm_logits"].numpy(), model(x)["mlm_logits"].numpy(),
-                             atol=1e-5)
+  assert_close(loaded.mlm(x)["mlm_logits"].numpy(), model(x)["mlm_logits"].numpy(), 1e-5)
 
 
 def test_the_preprocessor_packs_no_more_than_the_encoder_takes(tmp_path, spm_model):
@@ -462,15 +457,14 @@ def test_keras3_recipe_raw_text_to_a_fine_tuned_head(released, preprocess):
   want = hub.KerasLayer(released.encoder)(dict(want_packed))
   got = encoder(packed)
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), atol=1e-6)
+    assert_close(got[key].numpy(), want[key].numpy(), 1e-6)
 
   a = keras.Input(shape=(), dtype="string")
   b = keras.Input(shape=(), dtype="string")
   pooled = encoder(pack([a, b]))["pooled_output"]
   model = keras.Model([a, b], keras.layers.Dense(2)(pooled))
   features = keras.Model([a, b], pooled)
-  np.testing.assert_allclose(features.predict([first, second], verbose=0),
-                             want["pooled_output"].numpy(), atol=1e-6)
+  assert_close(features.predict([first, second], verbose=0), want["pooled_output"].numpy(), 1e-6)
   assert len(encoder.trainable_variables) == len(released.loaded.trainable_variables)
   assert all(":" not in v.name for v in encoder.trainable_variables)
   model.compile(keras.optimizers.Adam(1e-3),

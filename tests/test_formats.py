@@ -22,7 +22,8 @@ from albert_tf import (AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPret
                        formats, load_checkpoint)
 from albert_tf.tasks import convert
 import original_albert
-from common import GROUPED, TINY, encoder_inputs, export_tf_models_module, random_inputs
+from common import (GROUPED, TINY, assert_close, encoder_inputs, export_tf_models_module,
+                    random_inputs)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = dict(TINY, vocab_size=1500)
@@ -115,12 +116,12 @@ def test_a_tf_models_module_reads_with_its_config_and_outputs(modules, which):
   reference = _released(modules["release"])
   ref = reference.encoder(encoder_inputs(inputs), training=False)
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5, rtol=0)
-    np.testing.assert_allclose(ours[key], ref[key], atol=1e-5, rtol=0)
+    assert_close(ours[key], theirs[key], 1e-5)
+    assert_close(ours[key], ref[key], 1e-5)
   if which == "mlm":
     mlm = module.mlm(dict(inputs), training=False)["mlm_logits"]
     ours_mlm = model(inputs, training=False)["mlm_logits"]
-    np.testing.assert_allclose(ours_mlm, mlm, atol=1e-4, rtol=0)
+    assert_close(ours_mlm, mlm, 1e-4)
 
 
 def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(modules, tmp_path):
@@ -140,9 +141,8 @@ def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(mod
     model = AlbertEncoder(found.config)
     load_checkpoint(model, found.checkpoint)
     inputs = encoder_inputs(random_inputs(CFG))
-    np.testing.assert_allclose(model(inputs)["pooled_output"],
-                               tf.saved_model.load(modules[which])(inputs)["pooled_output"],
-                               atol=1e-5, rtol=0)
+    assert_close(model(inputs)["pooled_output"],
+                 tf.saved_model.load(modules[which])(inputs)["pooled_output"], 1e-5)
 
 
 def test_a_tf_models_module_exports_to_tf_hub_and_tflite_s_encoder(modules, tmp_path):
@@ -152,11 +152,10 @@ def test_a_tf_models_module_exports_to_tf_hub_and_tflite_s_encoder(modules, tmp_
                                        albert_directory=modules["mlm"])
   inputs = encoder_inputs(random_inputs(CFG))
   theirs = tf.saved_model.load(modules["mlm"])(inputs)["pooled_output"]
-  np.testing.assert_allclose(tf.saved_model.load(written["encoder"])(inputs)["pooled_output"],
-                             theirs, atol=1e-5, rtol=0)
+  assert_close(tf.saved_model.load(written["encoder"])(inputs)["pooled_output"], theirs, 1e-5)
   encoder, tokenizer, config = lite_export.read_encoder(None, modules["mlm"])
   assert config.num_hidden_layers == CFG["num_hidden_layers"] and tokenizer.do_lower_case
-  np.testing.assert_allclose(encoder(inputs)["pooled_output"], theirs, atol=1e-5, rtol=0)
+  assert_close(encoder(inputs)["pooled_output"], theirs, 1e-5)
 
 
 def test_a_module_that_is_not_albert_is_refused_by_name(modules):
@@ -176,9 +175,8 @@ def test_run_classifier_reads_a_tf_models_module_and_its_vocabulary(modules):
   model = AlbertClassifier(source.build_encoder(), 2)
   source.initialize(model)
   inputs = encoder_inputs(random_inputs(CFG))
-  np.testing.assert_allclose(model.encoder(inputs)["pooled_output"],
-                             tf.saved_model.load(modules["encoder"])(inputs)["pooled_output"],
-                             atol=1e-5, rtol=0)
+  assert_close(model.encoder(inputs)["pooled_output"],
+               tf.saved_model.load(modules["encoder"])(inputs)["pooled_output"], 1e-5)
 
 
 # ----------------------------------------------------------------------------- KerasHub presets
@@ -197,7 +195,7 @@ def test_albert_tf_writes_a_preset_keras_hub_loads(modules, tmp_path, spm_model)
                          padding_mask=inputs["input_mask"]))
   ours = _released(modules["release"]).encoder(encoder_inputs(inputs))
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(np.asarray(theirs[key]), ours[key], atol=1e-5, rtol=0)
+    assert_close(np.asarray(theirs[key]), ours[key], 1e-5)
   tokenizer = keras_hub.models.AlbertTokenizer.from_preset(str(out))
   text = "the quick brown fox, said python's documentation."
   assert np.asarray(tokenizer(text)).tolist() == \
@@ -224,19 +222,18 @@ def test_a_classifier_becomes_an_albert_text_classifier_preset(tmp_path, spm_mod
   task = keras_hub.models.AlbertTextClassifier.from_preset(str(out), preprocessor=None)
   theirs = task(dict(token_ids=inputs["input_word_ids"], segment_ids=inputs["input_type_ids"],
                      padding_mask=inputs["input_mask"]), training=False)
-  np.testing.assert_allclose(np.asarray(theirs), logits, atol=1e-5, rtol=0)
+  assert_close(np.asarray(theirs), logits, 1e-5)
   found = formats.read_model_directory(str(out))
   assert (found.num_labels, found.config.num_hidden_groups, found.config.inner_group_num) == (3, 2, 2)
   again = AlbertClassifier(found.config, found.num_labels)
   load_checkpoint(again, str(out))
-  np.testing.assert_allclose(again(inputs, training=False), logits, atol=1e-5, rtol=0)
+  assert_close(again(inputs, training=False), logits, 1e-5)
   convert.run(convert.ConvertOptions(input=str(out), output_format="hf",   # --input=<preset>
                                      output_dir=str(tmp_path / "hf")))
   hf = formats.read_model_directory(str(tmp_path / "hf"))
   assert hf.heads == ["classifier"] and hf.num_labels == 3 and hf.spm_model_file
   from albert_tf import build_hf_model  # pylint: disable=g-import-not-at-top
-  np.testing.assert_allclose(build_hf_model(str(tmp_path / "hf"))[0](inputs, training=False),
-                             logits, atol=1e-5, rtol=0)
+  assert_close(build_hf_model(str(tmp_path / "hf"))[0](inputs, training=False), logits, 1e-5)
 
 
 def test_a_preset_written_by_keras_hub_reads_in_albert_tf(tmp_path):
@@ -257,7 +254,7 @@ def test_a_preset_written_by_keras_hub_reads_in_albert_tf(tmp_path):
                          padding_mask=inputs["input_mask"]))
   ours = encoder(encoder_inputs(inputs))
   for key in ("pooled_output", "sequence_output"):
-    np.testing.assert_allclose(ours[key], np.asarray(theirs[key]), atol=1e-5, rtol=0)
+    assert_close(ours[key], np.asarray(theirs[key]), 1e-5)
 
 
 def test_presets_keras_hub_cannot_hold_or_albert_tf_cannot_read_are_refused(tmp_path):
@@ -340,7 +337,7 @@ def test_names_resolve_through_the_real_clients_offline(modules, hf_directories,
     load_checkpoint(encoder, found.checkpoint)
     pooled[name] = encoder(inputs)["pooled_output"].numpy()
   reference = _released(modules["release"]).encoder(inputs)["pooled_output"].numpy()
-  np.testing.assert_allclose(pooled["main"], reference, atol=1e-6)
+  assert_close(pooled["main"], reference, 1e-6)
   assert np.abs(pooled["v1"] - reference).max() > 1e-3   # the tag's own weights
 
   local = tmp_path / "albert-org" / "tiny-albert"   # a local path spelled like an id wins
@@ -373,9 +370,8 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
               f"--export_path={tmp_path / 'exported'}", env=env)
   assert done.returncode == 0, done.stderr[-2000:]
   inputs = encoder_inputs(random_inputs(CFG))
-  np.testing.assert_allclose(
-      tf.saved_model.load(str(tmp_path / "exported"))(inputs)["pooled_output"],
-      _released(modules["release"]).encoder(inputs)["pooled_output"], atol=1e-5, rtol=0)
+  assert_close(tf.saved_model.load(str(tmp_path / "exported"))(inputs)["pooled_output"],
+               _released(modules["release"]).encoder(inputs)["pooled_output"], 1e-5)
   for flag, name, words in (("--input", "albert-org/missing", ("HF_HUB_OFFLINE", "HF_HOME")),
                             ("--input", "https://tfhub.dev/google/nothing/1",
                              ("TFHUB_CACHE_DIR", str(hub_cache)))):

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.modeling import fused
+from common import assert_close
 
 RATE = 0.25
 
@@ -60,7 +61,7 @@ def test_each_kernel_equals_the_reference_ops_in_float32():
     got, got_grads = _grads(function, args, upstream)
     want, want_grads = _grads(reference, [tf.cast(a, tf.float64) for a in args], upstream)
     assert got.dtype == tf.float32
-    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, err_msg=name)
+    assert_close(got.numpy(), want.numpy(), 1e-6, err_msg=name)
     for i, (g, w) in enumerate(zip(got_grads, want_grads)):
       scale = np.abs(w.numpy()).max()
       assert scale > 0.1, (name, i)   # gradients large enough to disagree

@@ -3,6 +3,7 @@ fine-tuning from an original checkpoint and from a TF-Hub export, outputs, resum
 
 import csv
 import dataclasses
+import json
 import os
 import pathlib
 import signal
@@ -26,7 +27,7 @@ from albert_tf.files import WriteFailed
 from albert_tf.hub import export as export_module
 from albert_tf.hub.export import export_from_sources
 from albert_tf.text.preprocessing import AlbertTokenizer
-from common import read_results, split_logits_by_bucketing
+from common import assert_close, read_results, split_logits_by_bucketing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -385,8 +386,7 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   # Same ids (the in-graph tokenizer equals Python's, tests/test_tokenization.py), same
   # weights; graph and eager kernels differ by ~1e-7. A 2e-5 difference here once came
   # from a SentencePiece tie broken differently in and out of graph.
-  np.testing.assert_allclose(served["probabilities"].numpy(), tf.nn.softmax(logits).numpy(),
-                             atol=1e-6)
+  assert_close(served["probabilities"].numpy(), tf.nn.softmax(logits).numpy(), 1e-6)
   submitted = [r[1] for r in rows[1:9]]
   assert [s.decode() for s in served["labels"].numpy()] == submitted
   if source == "tf_hub":   # the original's --threshold_to_export, served along
@@ -499,9 +499,10 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_the_rerun_completes(model_f
   classifier.run(options(model_files, tmp_path / "straight", **common))
   for key, _ in tf.train.list_variables(str(out / "ckpt-12")):
     if key.startswith("encoder"):
-      np.testing.assert_allclose(tf.train.load_variable(str(out / "ckpt-12"), key),
-                                 tf.train.load_variable(str(tmp_path / "straight" / "ckpt-12"),
-                                                        key), atol=1e-6)
+      assert_close(tf.train.load_variable(str(out / "ckpt-12"), key),
+                   tf.train.load_variable(str(tmp_path / "straight" / "ckpt-12"),
+                                                        key),
+                   1e-6)
   steps = [r["step"] for r in training.read_csv(str(out / "train_log.csv"))]
   assert steps == [str(i) for i in range(1, 13)]
 
@@ -537,7 +538,7 @@ def test_xla_training_step_matches_the_default(model_files, tmp_path):
     classifier.run(options(model_files, tmp_path / name, jit_compile=jit, **common))
     with open(tmp_path / name / "train_log.csv") as f:
       logs.append([float(r["loss"]) for r in csv.DictReader(f)])
-  np.testing.assert_allclose(logs[0], logs[1], atol=1e-4)
+  assert_close(logs[0], logs[1], 1e-4)
 
 
 def test_mirrored_strategy_matches_one_device(model_files, tmp_path):
@@ -549,7 +550,7 @@ def test_mirrored_strategy_matches_one_device(model_files, tmp_path):
   for name in ("one", "two"):
     with open(tmp_path / name / "train_log.csv") as f:
       logs.append([float(r["loss"]) for r in csv.DictReader(f)])
-  np.testing.assert_allclose(logs[0], logs[1], atol=1e-5)
+  assert_close(logs[0], logs[1], 1e-5)
 
 
 def test_recompute_trains_to_the_same_losses_on_two_replicas(model_files, tmp_path):
@@ -559,10 +560,30 @@ def test_recompute_trains_to_the_same_losses_on_two_replicas(model_files, tmp_pa
   for recompute in (False, True):
     classifier.run(options(model_files, tmp_path / str(recompute), recompute=recompute,
                            **common))
-  np.testing.assert_allclose(_losses(tmp_path / "True"), _losses(tmp_path / "False"), atol=1e-5)
+  assert_close(_losses(tmp_path / "True"), _losses(tmp_path / "False"), 1e-5)
   with pytest.raises(ValueError, match="--recompute cannot apply to --albert_hub_module_handle"):
     options(model_files, tmp_path / "hub", recompute=True, albert_config_file=None,
             init_checkpoint=None, albert_hub_module_handle=model_files["hub"])
+
+
+def test_dtype_auto_is_recorded_and_kept_on_resume(model_files, tmp_path, monkeypatch):
+  """--dtype=auto's choice (the probe stubbed) is what the run trains in and records; the
+  rerun that continues it keeps it even where the probe would now choose otherwise."""
+  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  shape = (16 * SEQ, CFG["hidden_size"], CFG["intermediate_size"])
+  seen = []
+  for bfloat16, steps in ((2.0, 2), (0.5, 3)):
+    monkeypatch.setattr(precision, "PROBE", lambda s, r=bfloat16: seen.append(s) or
+                        precision.ProbeResult(s, {"float32": 1.0, "bfloat16": r}))
+    result = classifier.run(options(model_files, tmp_path / "auto", dtype="auto",
+                                    train_step=steps, save_checkpoints_steps=1, log_steps=1,
+                                    do_eval=False, do_predict=False))
+    assert np.isfinite(result["train"]["loss"])
+    with open(tmp_path / "auto" / "run_config.json") as f:
+      assert json.load(f)["training"]["dtype"] == "bfloat16"
+  assert seen == [shape]            # measured once, at the model's feed-forward shape
+  with open(tmp_path / "auto" / "train_log.csv") as f:
+    assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2, 3]
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -661,7 +682,7 @@ def test_mnli_writes_both_submissions_and_ax_is_predicted_with_its_model(model_f
     models.append(model)
   inputs = dict(input_word_ids=tf.constant([[2, 10, 11, 3, 12, 3]]),
                 input_mask=tf.ones([1, 6], tf.int32), input_type_ids=tf.constant([[0, 0, 0, 0, 1, 1]]))
-  np.testing.assert_allclose(models[0](inputs).numpy(), models[1](inputs).numpy(), atol=1e-6)
+  assert_close(models[0](inputs).numpy(), models[1](inputs).numpy(), 1e-6)
 
 
 # ----------------------------------------------------------------------------- bucketing
@@ -708,7 +729,7 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_
   for bucket in (True, False):
     classifier.run(options(model_files, tmp_path / str(bucket), bucket_by_length=bucket,
                            **common))
-  np.testing.assert_allclose(_losses(tmp_path / "True"), _losses(tmp_path / "False"), atol=1e-5)
+  assert_close(_losses(tmp_path / "True"), _losses(tmp_path / "False"), 1e-5)
   record = [n for n in os.listdir(tmp_path / "True") if n.startswith("mrpc_train_")][0]
   widths = {int(b["input_word_ids"].shape[1]) for b in glue.dataset(
       str(tmp_path / "True" / record), glue.get_task("MRPC"), SEQ, 2, is_training=True,
@@ -722,4 +743,4 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_
   logits = split_logits_by_bucketing(run)
   for split in ("dev", "test"):
     assert logits[True][split].shape == (200 if split == "dev" else 50, 2)
-    np.testing.assert_allclose(logits[True][split], logits[False][split], atol=1e-5)
+    assert_close(logits[True][split], logits[False][split], 1e-5)

@@ -25,7 +25,7 @@ from albert_tf.formats import huggingface
 from albert_tf.tasks import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
 import original_albert
-from common import GROUPED, TINY, encoder_inputs, random_inputs, write_wordpiece_vocab
+from common import GROUPED, TINY, assert_close, encoder_inputs, random_inputs, write_wordpiece_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -151,11 +151,11 @@ def test_a_transformers_directory_equals_the_original_checkpoint(tmp_path, layou
   assert set(got) == ({"sequence_output", "pooled_output"} if bare else
                       {"sequence_output", "pooled_output", "mlm_logits", "sop_logits"})
   for key in want:
-    np.testing.assert_allclose(got[key], want[key], atol=1e-6, err_msg=key)
+    assert_close(got[key], want[key], 1e-6, err_msg=key)
   # The whole output is also the original equations' (NumPy, float64).
   ref = original_albert.forward(GROUPED, weights, x["input_word_ids"], x["input_mask"],
                                 x["input_type_ids"], x["masked_lm_positions"])
-  np.testing.assert_allclose(got["sequence_output"], ref["sequence_output"], atol=1e-5)
+  assert_close(got["sequence_output"], ref["sequence_output"], 1e-5)
 
 
 def test_hidden_act_means_what_transformers_means(tmp_path):
@@ -170,7 +170,7 @@ def test_hidden_act_means_what_transformers_means(tmp_path):
     ours = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu"}.get(act, act)
     assert model.config.hidden_act == ours
     reference = tf1_model(AlbertPretrainer, dict(TINY, hidden_act=ours), weights, tmp_path / act)
-    np.testing.assert_allclose(outputs[act], reference(x)["sequence_output"].numpy(), atol=1e-6)
+    assert_close(outputs[act], reference(x)["sequence_output"].numpy(), 1e-6)
   np.testing.assert_array_equal(outputs["gelu_new"], outputs["gelu_pytorch_tanh"])
   assert np.abs(outputs["gelu"] - outputs["gelu_new"]).max() > 1e-4   # the two differ
   assert np.abs(outputs["relu"] - outputs["gelu_new"]).max() > 1e-3
@@ -209,7 +209,7 @@ def test_task_heads_load_as_the_original_task_heads(tmp_path, architecture):
   if cls is albert_tf.AlbertMultipleChoice:
     x = {k: np.stack([v, v[::-1]], 1) for k, v in x.items()}     # [B, 2 choices, S]
   got, want = model(x), reference(x)
-  tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6),
+  tf.nest.map_structure(lambda a, b: assert_close(a.numpy(), b.numpy(), 1e-6),
                         got, want)
   if extra:
     assert huggingface.read_hf_config(path)[1].labels == ["contradiction", "entailment", "neutral"]
@@ -474,6 +474,6 @@ def test_a_run_fine_tuned_from_a_tf_hub_export_converts_too(tmp_path, spm_model)
                                      output_dir=str(tmp_path / "hf")))
   written, _ = albert_tf.build_hf_model(str(tmp_path / "hf"))
   x = encoder_inputs(random_inputs(cfg))
-  np.testing.assert_allclose(written(x).numpy(), model(x).numpy(), atol=1e-6)
+  assert_close(written(x).numpy(), model(x).numpy(), 1e-6)
   assert np.abs(written(x).numpy() - albert_tf.AlbertClassifier(pretrainer.encoder, 2)(x).numpy()
                 ).max() > 1e-3   # the fine-tuned weights, not the export's

@@ -15,7 +15,7 @@ from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model
 from albert_tf.data import ner
 from albert_tf.tasks import convert, lite_export
 from albert_tf.tasks import token_classification as ner_task
-from common import NER_CFG as CFG, read_results, write_conll, write_wordpiece_vocab
+from common import NER_CFG as CFG, assert_close, read_results, write_conll, write_wordpiece_vocab
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, spm_model):
@@ -97,8 +97,7 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   run.restore_for_inference(trained)
   batch = next(iter(run.dataset("dev", 8, is_training=False)))
   inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-  np.testing.assert_allclose(back(inputs, training=False).numpy(),
-                             trained(inputs, training=False).numpy(), atol=1e-6)
+  assert_close(back(inputs, training=False).numpy(), trained(inputs, training=False).numpy(), 1e-6)
 
   # Sentences longer than a window (five test sentences each, about 45 pieces, windows of
   # 30 pieces 8 apart): the export's tags are the task's windows merged per word.

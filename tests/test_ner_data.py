@@ -7,6 +7,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from albert_tf.data import ner
 from albert_tf.text.tokenization import FullTokenizer
+from common import assert_close
 
 CONLL = """-DOCSTART- -X- -X- O
 
@@ -138,7 +139,7 @@ def test_the_token_classifier_is_the_head_on_every_position():
   head = model.classifier
   want = sequence @ head.output_weights.numpy().T + head.output_bias.numpy()
   assert logits.shape == (3, 11, 5) and logits.dtype == np.float32
-  np.testing.assert_allclose(logits, want, atol=1e-5)
+  assert_close(logits, want, 1e-5)
   assert np.abs(model(x, training=True).numpy() - logits).max() > 1e-3
   again = AlbertTokenClassifier.from_config(model.get_config())
   assert again.get_config() == model.get_config() and again.num_labels == 5

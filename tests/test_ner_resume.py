@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from albert_tf.tasks import token_classification as ner_task
 from test_ner import files, options  # pylint: disable=unused-import  (a fixture)
+from common import assert_close
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights(files, tmp_path, mon
     return [w.numpy() for w in model.weights]
 
   for a, b in zip(weights(tmp_path / "straight"), weights(tmp_path / "crashed")):
-    np.testing.assert_allclose(a, b, atol=1e-6)
+    assert_close(a, b, 1e-6)
 
 
 def test_run_ner_py_stopped_by_sigterm_saves_that_step_and_the_rerun_ends_at_the_same_weights(
@@ -98,4 +99,4 @@ def test_run_ner_py_stopped_by_sigterm_saves_that_step_and_the_rerun_ends_at_the
   keys = [k for k in a.get_variable_to_shape_map() if k.startswith(("encoder", "classifier"))]
   assert keys
   for key in keys:
-    np.testing.assert_allclose(a.get_tensor(key), b.get_tensor(key), atol=1e-6, err_msg=key)
+    assert_close(a.get_tensor(key), b.get_tensor(key), 1e-6, err_msg=key)

@@ -15,7 +15,8 @@ import sentencepiece as spm
 from albert_tf import (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswerer,
                        AlbertConfig, AlbertTokenClassifier)
 from albert_tf.tasks import onnx_export
-from common import GROUPED, encoder_inputs, random_inputs, write_classifier_run, write_release
+from common import (GROUPED, assert_close, encoder_inputs, random_inputs, write_classifier_run,
+                    write_release)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = dict(GROUPED, vocab_size=1500)   # 3 layers over 2 groups of 2 sub-blocks
@@ -44,7 +45,7 @@ def test_an_encoder_equals_tensorflow_at_untraced_shapes_with_each_weight_once(t
     want = pretrainer.encoder(inputs, training=False)
     got = dict(zip([o.name for o in session.get_outputs()], session.run(None, inputs)))
     for key in ("pooled_output", "sequence_output"):
-      np.testing.assert_allclose(got[key], want[key], atol=1e-5, rtol=0)
+      assert_close(got[key], want[key], 1e-5)
   weights = sum(v.numpy().size for v in pretrainer.encoder.weights)
   stored = sum(np.prod(t.dims) for t in onnx.load(out).graph.initializer
                if t.data_type == onnx.TensorProto.FLOAT)
@@ -82,7 +83,7 @@ def test_a_run_s_logits_and_a_client_that_tokenizes_with_the_shipped_vocabulary(
                input_mask=np.ones((1, len(ids)), np.int32),
                input_type_ids=np.array([[0] * (len(a) + 2) + [1] * (len(b) + 1)], np.int32))
   logits = _session(out).run(None, feeds)[0]
-  np.testing.assert_allclose(logits, model(feeds, training=False), atol=1e-5, rtol=0)
+  assert_close(logits, model(feeds, training=False), 1e-5)
 
 
 def test_dynamic_int8_is_smaller_and_close(tmp_path, spm_model):
@@ -122,7 +123,7 @@ def test_race_squad_and_ner_runs(task, tmp_path, spm_model):
   want = {"logits": want} if task in ("RACE", "NER") else want   # NER: [B, S, tags]
   assert sorted(got) == sorted(want)
   for key in want:
-    np.testing.assert_allclose(got[key], want[key], atol=1e-5, rtol=0)
+    assert_close(got[key], want[key], 1e-5)
   if task == "NER":
     assert json.loads(open(out + ".json").read())["labels"] == tags
 

@@ -18,6 +18,7 @@ from albert_tf.training import trainer
 from albert_tf import save_original_checkpoint
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
+from common import assert_close
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -73,7 +74,7 @@ def test_mirrored_matches_one_device(data, tmp_path):
     for key in ("loss", "masked_lm_loss", "sentence_order_loss"):
       assert abs(ra[key] - rb[key]) < 1e-5, (key, ra, rb)
   for wa, wb in zip(final_weights(tmp_path / "one", 4), final_weights(tmp_path / "two", 4)):
-    np.testing.assert_allclose(wa, wb, atol=1e-5)
+    assert_close(wa, wb, 1e-5)
 
 
 def _free_port():
@@ -109,7 +110,7 @@ def test_multi_worker_matches_one_device(data, tmp_path):
   for ra, rb in zip(a, b):
     assert abs(ra["loss"] - rb["loss"]) < 1e-5, (ra, rb)
   for wa, wb in zip(final_weights(tmp_path / "one", steps), final_weights(tmp_path / "mw", steps)):
-    np.testing.assert_allclose(wa, wb, atol=1e-5)
+    assert_close(wa, wb, 1e-5)
   assert not os.path.exists(tmp_path / "mw" / ".worker_tmp")
 
 
@@ -165,7 +166,7 @@ def test_accumulation_equals_the_large_batch(data, tmp_path):
       for key in ("loss", "masked_lm_loss", "sentence_order_loss", "masked_lm_accuracy"):
         assert abs(ra[key] - rb[key]) < 1e-5, (name, key, ra, rb)
     for wa, wb in zip(final_weights(tmp_path / "large", 4), final_weights(tmp_path / name, 4)):
-      np.testing.assert_allclose(wa, wb, atol=5e-5, err_msg=name)
+      assert_close(wa, wb, 5e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("accumulation", [1, 2])
@@ -195,7 +196,7 @@ def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch
                                   gradient_accumulation_steps=accumulation))
   assert result["train"]
   for wa, wb in zip(final_weights(tmp_path / "straight", 6), final_weights(tmp_path / "crashed", 6)):
-    np.testing.assert_allclose(wa, wb, atol=1e-6)
+    assert_close(wa, wb, 1e-6)
   logged = train_log(tmp_path / "crashed")
   assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]  # step 5, redone, logged once
   # Rerunning a finished run changes nothing.
@@ -257,7 +258,7 @@ def test_init_checkpoint_and_final_checkpoint_formats(data, tmp_path):
   pretraining.run(options(data, tmp_path / "b", init_checkpoint=native, num_train_steps=2,
                           learning_rate=0.0))
   for wa, wb in zip(final_weights(tmp_path / "a", 2), final_weights(tmp_path / "b", 2)):
-    np.testing.assert_allclose(wa, wb, atol=1e-6)
+    assert_close(wa, wb, 1e-6)
 
 
 def test_bad_inputs_fail_before_training(data, tmp_path):
@@ -303,7 +304,7 @@ def test_kill_9_then_rerun_equals_uninterrupted_run(data, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"Resuming from {latest}" in result.stdout
   for wa, wb in zip(final_weights(tmp_path / "straight", steps), final_weights(out, steps)):
-    np.testing.assert_allclose(wa, wb, atol=1e-6)
+    assert_close(wa, wb, 1e-6)
 
 
 def test_damaged_inputs_are_named(data, tmp_path, spm_model):

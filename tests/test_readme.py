@@ -209,9 +209,12 @@ def test_the_step_profile_sums_op_time_by_type():
   assert done.returncode == 0, done.stderr[-3000:]
   rows = re.findall(r"^  (\w+) +([\d.]+) s +([\d.]+)%$", done.stdout, re.M)
   ops = [op for op, _, _ in rows]
-  assert {"_MklMatMul", "_MklSoftmax", "BiasAddGrad", "AssignSubVariableOp"} <= set(ops), ops
+  # oneDNN's kernels (_Mkl*) where TensorFlow turns it on (CPUs with AVX-512 VNNI, bfloat16
+  # or AMX), Eigen's (MatMul, Softmax) on the others, such as AVX2-only CPUs.
+  assert {"MatMul", "_MklMatMul"} & set(ops) and {"Softmax", "_MklSoftmax"} & set(ops), ops
+  assert {"BiasAddGrad", "AssignSubVariableOp"} <= set(ops), ops
   assert 90 <= sum(float(share) for _, _, share in rows) <= 100.5, done.stdout
   parts = dict((p, float(share)) for p, share in re.findall(
       r"^  ([a-zA-Z ()]+?) +[\d.]+ s +([\d.]+)%$", done.stdout, re.M) if " " in p)
-  assert {"matmuls (oneDNN)", "optimizer update", "other ops"} <= set(parts), done.stdout
+  assert {"matmul kernels", "optimizer update", "other ops"} <= set(parts), done.stdout
   assert 99.5 <= sum(parts.values()) <= 100.5, done.stdout

@@ -18,6 +18,7 @@ from albert_tf.tasks import question_answering
 from albert_tf.training import metrics
 from albert_tf.data import sample_corpus, squad
 from albert_tf.text.tokenization import FullTokenizer, preprocess_text
+from common import assert_close
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -288,31 +289,29 @@ def test_span_heads_match_numpy_references_of_the_original_equations():
   start = np.array([0, 5, 9])
   trained = head(tf.constant(x), tf.constant(p_mask), tf.constant(start), training=False)
   start_lp, end_lp, cls = _numpy_v2(head, x, p_mask, start)
-  np.testing.assert_allclose(trained["start_log_probs"], start_lp, atol=1e-5)
-  np.testing.assert_allclose(trained["end_log_probs"], end_lp, atol=1e-5)
-  np.testing.assert_allclose(trained["cls_logits"], cls, atol=1e-5)
+  assert_close(trained["start_log_probs"], start_lp, 1e-5)
+  assert_close(trained["end_log_probs"], end_lp, 1e-5)
+  assert_close(trained["cls_logits"], cls, 1e-5)
 
   # Inference: the top starts, and for each the top ends of its own conditioned distribution.
   top = head(tf.constant(x), tf.constant(p_mask), training=False)
   start_index = top["start_top_index"].numpy()
   np.testing.assert_array_equal(start_index, np.argsort(-start_lp, -1, kind="stable")[:, :k])
-  np.testing.assert_allclose(top["start_top_log_probs"],
-                             np.take_along_axis(start_lp, start_index, -1), atol=1e-5)
+  assert_close(top["start_top_log_probs"], np.take_along_axis(start_lp, start_index, -1), 1e-5)
   for i in range(k):
     _, end_i, _ = _numpy_v2(head, x, p_mask, start_index[:, i])
     best = np.sort(end_i, -1)[:, ::-1][:, :e]
-    np.testing.assert_allclose(top["end_top_log_probs"].numpy()[:, i * e:(i + 1) * e], best,
-                               atol=1e-5)
+    assert_close(top["end_top_log_probs"].numpy()[:, i * e:(i + 1) * e], best, 1e-5)
   assert np.all(p_mask[np.arange(b)[:, None], top["end_top_index"].numpy()] == 0)
-  np.testing.assert_allclose(top["cls_logits"], cls, atol=1e-5)
+  assert_close(top["cls_logits"], cls, 1e-5)
 
   v1 = AlbertSpanHead(seed=2)
   v1.build([None, None, h])
   out = v1(tf.constant(x))
   logits = x.astype(np.float64) @ v1.output_weights.numpy().T.astype(np.float64) \
       + v1.output_bias.numpy()
-  np.testing.assert_allclose(out["start_logits"], logits[..., 0], atol=1e-5)
-  np.testing.assert_allclose(out["end_logits"], logits[..., 1], atol=1e-5)
+  assert_close(out["start_logits"], logits[..., 0], 1e-5)
+  assert_close(out["end_logits"], logits[..., 1], 1e-5)
   for layer in (head, v1):
     clone = type(layer).from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
@@ -343,7 +342,7 @@ def test_question_answerer_round_trips_through_the_original_variable_names(tmp_p
   report = load_checkpoint(fresh, prefix)
   assert not report.freshly_initialized
   for key, value in fresh(inputs).items():
-    np.testing.assert_allclose(value, expected[key], atol=1e-6)
+    assert_close(value, expected[key], 1e-6)
   clone = AlbertQuestionAnswerer.from_config(model.get_config())
   assert clone.get_config() == model.get_config()
 
@@ -512,16 +511,16 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(squad_files, tmp_
     written[bucket] = (result["eval"], losses, files)
   (eval_cut, losses_cut, cut), (eval_fixed, losses_fixed, fixed) = written[True], written[False]
   assert len(losses_cut) > 20
-  np.testing.assert_allclose(losses_cut, losses_fixed, atol=1e-5)
+  assert_close(losses_cut, losses_fixed, 1e-5)
   assert eval_cut == pytest.approx(eval_fixed, abs=1e-5)
   assert cut["predictions"] == fixed["predictions"]
   for qid, entries in fixed["nbest_predictions"].items():
     assert [e["text"] for e in cut["nbest_predictions"][qid]] == [e["text"] for e in entries]
-    np.testing.assert_allclose([e["probability"] for e in cut["nbest_predictions"][qid]],
-                               [e["probability"] for e in entries], atol=1e-5)
+    assert_close([e["probability"] for e in cut["nbest_predictions"][qid]],
+                 [e["probability"] for e in entries], 1e-5)
   if version_2:
-    np.testing.assert_allclose([cut["null_odds"][q] for q in fixed["null_odds"]],
-                               list(fixed["null_odds"].values()), atol=1e-5)
+    assert_close([cut["null_odds"][q] for q in fixed["null_odds"]],
+                 list(fixed["null_odds"].values()), 1e-5)
   # The prediction batches (2 windows) were cut to fewer than the 128 positions.
   data = squad.dataset(str(next((tmp_path / "True").glob("predict_*.tf_record"))), 128, 2,
                        is_training=False, bucket_by_length=True)

@@ -21,7 +21,7 @@ from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks import classification as classifier
 from albert_tf.tasks import lite_export
 from albert_tf.text import lite, packing, tokenization
-from common import CORPUS, fuzz_texts, write_classifier_run, write_release
+from common import CORPUS, assert_close, fuzz_texts, write_classifier_run, write_release
 from test_glue import CFG, SEQ, write_keyword_task
 from test_squad import TRICKY
 
@@ -209,7 +209,7 @@ def test_each_quantization_runs_on_raw_text_with_litert(mrpc_run, quantization,
   if quantization == "none":
     same = mrpc_run["same_ids"]
     assert 0.9 < same.mean() < 1, same.mean()
-    np.testing.assert_allclose(got[same], want[same], atol=1e-4)
+    assert_close(got[same], want[same], 1e-4)
   assert agreement >= 0.98, agreement
   assert accuracy >= saved_accuracy - accuracy_points / 100, (accuracy, saved_accuracy)
 
@@ -243,7 +243,7 @@ def test_single_sentence_and_regression_signatures(tmp_path, spm_model):
       got = runner(**{f: np.array([text.encode()], dtype=object) for f in fields})[key]
       saved_fields = ["sentence1", "sentence2"] if pairs else ["sentence1"]
       want = saved(**{f: tf.constant([text]) for f in saved_fields})[key].numpy()
-      np.testing.assert_allclose(got, want, atol=1e-4)
+      assert_close(got, want, 1e-4)
 
 
 def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_model):
@@ -305,9 +305,8 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
                  sentence2=np.array([pair[1].encode()], dtype=object))
     mask = got["input_mask"][0].astype(bool)
     assert 10 < mask.sum() < 32
-    np.testing.assert_allclose(got["sequence_output"][0][mask],
-                               want["sequence_output"].numpy()[0][mask], atol=1e-4)
-    np.testing.assert_allclose(got["pooled_output"], want["pooled_output"].numpy(), atol=1e-4)
+    assert_close(got["sequence_output"][0][mask], want["sequence_output"].numpy()[0][mask], 1e-4)
+    assert_close(got["pooled_output"], want["pooled_output"].numpy(), 1e-4)
   with pytest.raises(ValueError, match="exactly one of --model_dir .*got --albert_directory, "
                                        "--hub_module"):
     lite_export.run(lite_export.TFLiteOptions(albert_directory=str(release),
@@ -343,7 +342,7 @@ def test_wordpiece_classifiers_take_the_ids_fulltokenizer_packs(tmp_path):
                                tokenizer.pad_id)
   got = runner(**{k: np.array([v], dtype=np.int32) for k, v in packed.items()})
   want = saved(sentence1=tf.constant(texts[:1]), sentence2=tf.constant(texts[1:]))
-  np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=1e-4)
+  assert_close(got["probabilities"], want["probabilities"].numpy(), 1e-4)
 
 
 def test_why_wordpiece_takes_ids_fast_bert_tokenizer_is_not_basic_tokenization(tmp_path):

@@ -7,6 +7,7 @@ import math
 import pathlib
 import subprocess
 import sys
+import time
 import typing
 
 import pytest
@@ -133,22 +134,50 @@ def test_mixed_precision_with_a_tf_hub_encoder_is_refused_not_ignored():
                       dtype="bfloat16")
 
 
-def test_bfloat16_on_a_cpu_without_bfloat16_instructions_prints_a_hint(tmp_path, monkeypatch,
-                                                                         capsys):
-  """--dtype=bfloat16 where oneDNN would emulate it (AVX2 or plain AVX-512) prints one line
-  saying so; on amx_bf16 / avx512_bf16 CPUs, or for float32, nothing."""
-  from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
-  cpuinfo = tmp_path / "cpuinfo"
-  cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n")
-  assert distribute.cpu_flags(str(cpuinfo)) == {"fpu", "sse2", "avx2", "avx512f"}
-  assert distribute.cpu_flags(str(tmp_path / "missing")) == set()
-  for flags, expected in (({"avx2"}, True), ({"avx2", "avx512f"}, True),
-                          ({"avx512f", "avx512_bf16"}, False), ({"amx_bf16"}, False),
-                          (set(), False)):
-    monkeypatch.setattr(distribute, "cpu_flags", lambda flags=flags: flags)
-    distribute.set_precision("bfloat16")
-    err = capsys.readouterr().err
-    assert (err.count("\n") == 1 and "--dtype=bfloat16 is emulated" in err) == expected, flags
-    assert (len(err) > 0) == expected
-    distribute.set_precision("float32")
-    assert capsys.readouterr().err == ""
+def test_the_dtype_probe_decides_auto_and_the_bfloat16_hint(monkeypatch, capsys):
+  """--dtype=auto takes bfloat16 only where the probe measures its matmuls clearly faster
+  (the figures stubbed both ways: an AMD EPYC's and an Intel Xeon's without AMX), keeps a
+  recorded choice without measuring, and an explicit bfloat16 that the probe finds slower
+  prints one hint line; float32 measures nothing."""
+  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  shape = (1024, 768, 3072)
+  faster = precision.ProbeResult(shape, {"float32": 262.0, "bfloat16": 1419.0})
+  slower = precision.ProbeResult(shape, {"float32": 262.0, "bfloat16": 154.0})
+  barely = precision.ProbeResult(shape, {"float32": 262.0, "bfloat16": 280.0})
+  calls = []
+
+  def stub(result):
+    return lambda s: calls.append(s) or result
+
+  for probe, want in ((faster, "bfloat16"), (slower, "float32"), (barely, "float32")):
+    monkeypatch.setattr(precision, "PROBE", stub(probe))
+    assert precision.resolve("auto", shape) == want
+    out = capsys.readouterr().out
+    assert f"--dtype=auto: {want} (matmul [1024, 768] x [768, 3072]: bfloat16 " in out, out
+  assert calls == [shape] * 3
+  monkeypatch.setattr(precision, "PROBE", stub(slower))
+  assert precision.resolve("bfloat16", shape) == "bfloat16"
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and "hint: bfloat16 runs slower than float32" in err, err
+  monkeypatch.setattr(precision, "PROBE", stub(faster))
+  assert precision.resolve("bfloat16", shape) == "bfloat16"
+  assert capsys.readouterr().err == ""
+
+  def no_probe(s):
+    raise AssertionError("measured")
+
+  monkeypatch.setattr(precision, "PROBE", no_probe)
+  assert precision.resolve("float32", shape) == "float32"
+  assert precision.resolve("auto", shape, recorded="bfloat16") == "bfloat16"
+  assert "as this run chose when it started" in capsys.readouterr().out
+  with pytest.raises(ValueError, match="--dtype must be one of float32, bfloat16, float16, auto"):
+    precision.resolve("bf16", shape)
+
+
+def test_the_dtype_probe_measures_both_dtypes_in_about_a_second():
+  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  started = time.perf_counter()
+  result = precision.measure((256, 64, 256), seconds=0.4)
+  assert time.perf_counter() - started < 10
+  assert set(result.rates) == {"float32", "bfloat16"} and min(result.rates.values()) > 0.01
+  assert result.choice() in ("float32", "bfloat16") and result.speedup > 0

@@ -47,6 +47,7 @@ from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.modeling.tracing import inference_only
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
 from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import precision
 
 # ----------------------------------------------------------------------------- encoder
 
@@ -446,9 +447,10 @@ def export_from_sources(export_path: Optional[str] = None,
   At most one of `spm_model_file` and `vocab_file`. `init_checkpoint="none"` exports fresh weights.
   Every input is checked, and both targets, before anything is written.
   `dtype="bfloat16"` writes an encoder that computes in bfloat16 (float32
-  variables, float32 outputs): on a CPU with amx_bf16 or avx512_bf16 several
-  times faster, within bfloat16 precision of the float32 export
-  (docs/tf_hub.md gives the measured speed and difference).
+  variables, float32 outputs): where the CPU has fast bfloat16 matmuls (amx_bf16, and
+  avx512_bf16 on AMD EPYC) several times faster, within bfloat16 precision of the float32
+  export (docs/tf_hub.md gives the measured speed and difference); `dtype="auto"` measures
+  which of the two is faster here (`training.precision`).
   `default_seq_length` (the preprocessor's packing length) defaults to 128, or
   the model's max_position_embeddings when that is smaller; a larger value is
   refused. An encoder exported without a vocabulary is written with a warning.
@@ -516,6 +518,7 @@ def export_from_sources(export_path: Optional[str] = None,
       raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} "
                        f"{'pieces' if spm_model_file else 'entries'} but "
                        f"{config_source} says vocab_size={config.vocab_size}")
+    dtype = precision.resolve(dtype, precision.probe_shape(config, default_seq_length))
     with compute_dtype(dtype):
       model = AlbertPretrainer(config)
       if init_checkpoint.lower() == "none":
@@ -569,9 +572,10 @@ class ExportOptions(Checked):
                                              at_least=3)
   overwrite: bool = option(False, "Replace an earlier export (a directory with "
                            "saved_model.pb), nothing else.")
-  dtype: str = option("float32", "The encoder's compute dtype: float32, or bfloat16 "
-                      "(float32 variables and outputs; for CPUs with amx_bf16 or "
-                      "avx512_bf16, and GPUs).", choices=("float32", "bfloat16"))
+  dtype: str = option("float32", "The encoder's compute dtype: float32, bfloat16 (float32 "
+                      "variables and outputs), or auto: the faster of the two on this machine, "
+                      "measured at the model's shapes in about a second.",
+                      choices=("float32", "bfloat16", precision.AUTO))
 
 
 def run(opts: ExportOptions) -> Dict[str, str]:

@@ -27,12 +27,13 @@ from albert_tf.hub.loading import export_record
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import precision
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
 from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, check_accumulation,
                                         mean_per_example, summarize_per_example)
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = precision.DTYPES + (precision.AUTO,)
 
 
 # ----------------------------------------------------------------------------- flags
@@ -48,7 +49,9 @@ class RuntimeOptions(Checked):
   gcp_project: Optional[str] = option(None, "GCP project of --tpu (found from metadata if "
                                       "unset).")
   dtype: str = option("float32", "Compute dtype (variables stay float32; float16 uses loss "
-                      "scaling).", choices=DTYPES, training="fixed")
+                      "scaling); auto measures float32 and bfloat16 matmuls at the model's "
+                      "shapes for about a second and takes the faster, kept on resume.",
+                      choices=DTYPES, training="fixed")
   jit_compile: bool = option(False, "Compile the training step with XLA.")
   recompute: bool = option(
       False, "Recompute each transformer block in the backward pass instead of keeping its "
@@ -117,7 +120,7 @@ class FinetuningOptions(ModelOptions, RuntimeOptions):
     if self.albert_hub_module_handle and self.recompute:
       raise ValueError("--recompute cannot apply to --albert_hub_module_handle (a SavedModel "
                        "runs as exported); use --albert_config_file and --init_checkpoint")
-    if self.albert_hub_module_handle and self.dtype != "float32":
+    if self.albert_hub_module_handle and self.dtype not in ("float32", precision.AUTO):
       raise ValueError(f"--dtype={self.dtype} cannot apply to --albert_hub_module_handle: a "
                        "SavedModel computes in the precision it was exported in; use "
                        "--albert_config_file and --init_checkpoint for mixed precision")
@@ -367,6 +370,7 @@ class FinetuningTask:
     self.check_options()
     self.read_inputs()
     self.source = resolve_model_source(opts, opts.max_seq_length)
+    self.opts = opts = dataclasses.replace(opts, dtype=self.resolve_dtype())
     self.strategy = get_strategy(opts.distribution_strategy, opts.tpu, opts.tpu_zone,
                                  opts.gcp_project)
     self.check_outputs()
@@ -376,6 +380,16 @@ class FinetuningTask:
     self.build_features()
     self._predict_fns = {}
     self._trained_model = None   # set by train(); inference reuses it
+
+  def resolve_dtype(self) -> str:
+    """--dtype, with `auto` measured (or kept from the run this output directory holds); a
+    SavedModel encoder computes as it was exported: float32."""
+    opts = self.opts
+    if self.source.hub_handle and opts.dtype == precision.AUTO:
+      return "float32"
+    recorded = (previous_record(opts.output_dir).get("training") or {}).get("dtype")
+    return precision.resolve(opts.dtype, precision.probe_shape(
+        self.source.config, self.micro_batch_size * opts.max_seq_length), recorded)
 
   # -- what a task gives besides `build_model`, `per_example_loss` (float32 [b] tensors:
   # `loss`, optimized, and metrics, averaged for the logs), `train_dataset`, `evaluate`

@@ -78,6 +78,23 @@ def accuracy_by_level(examples: List[race.RaceExample], logits: np.ndarray) -> D
   return result
 
 
+def uniform_scores_hint(logits: np.ndarray) -> Optional[str]:
+  """A one-line hint when every choice of every dev question scores alike (logits [N, C]
+  within 0.01 of their mean: a dev loss of ln C), else None. For the weights a run ends
+  with: at the start of training the choices score alike too.
+
+  The choices of a question are packed with the same article and differ only in the
+  option's few pieces; from weights that do not yet attend to those, a large learning
+  rate can make training collapse to this state, where the gradient that would separate
+  the choices is nearly zero and it stays (docs/race.md)."""
+  spread = np.abs(logits - logits.mean(-1, keepdims=True)).max() if logits.size else 1.0
+  if spread >= 0.01:
+    return None
+  return (f"hint: every dev question's {logits.shape[-1]} choices score alike (dev loss "
+          f"ln {logits.shape[-1]}): the model does not tell the choices apart. From weak "
+          "weights, a lower --learning_rate or a longer --warmup_step avoids this state.")
+
+
 class RaceRun(FinetuningTask):
   """One run_race.py invocation."""
   name = "RACE"
@@ -142,7 +159,11 @@ class RaceRun(FinetuningTask):
     opts, results = self.opts, {}
     checkpoint = os.path.basename(weights)
     if opts.do_eval:
-      results["eval"] = self.evaluate(model)
+      logits = self.split_logits(model, "dev")
+      hint = uniform_scores_hint(logits)
+      if hint:   # (the best weights, after training: not a start that may still learn)
+        print(hint)
+      results["eval"] = accuracy_by_level(self.examples["dev"], logits)
       write_results(os.path.join(opts.output_dir, "eval_results.txt"),
                     dict(checkpoint=checkpoint, **results["eval"]))
     if opts.do_predict:

@@ -1,7 +1,6 @@
 """Strategies, precision and the slicing of global batches over replicas."""
 
-import sys
-from typing import Dict, Optional, Set
+from typing import Dict, Optional
 
 import tensorflow as tf
 import tf_keras as keras
@@ -49,41 +48,12 @@ def is_chief(strategy) -> bool:
       and "chief" not in resolver.cluster_spec().as_dict())
 
 
-def cpu_flags(path: str = "/proc/cpuinfo") -> Set[str]:
-  """The CPU's feature flags as lscpu lists them (empty where /proc/cpuinfo is not)."""
-  try:
-    with open(path) as f:
-      for line in f:
-        if line.startswith("flags"):
-          return set(line.split(":", 1)[1].split())
-  except OSError:
-    pass
-  return set()
-
-
-def emulated_bfloat16_hint(flags: Optional[Set[str]] = None) -> Optional[str]:
-  """A one-line hint when --dtype=bfloat16 would run on a CPU without bfloat16
-  instructions (neither amx_bf16 nor avx512_bf16), where oneDNN emulates it at about
-  float32 speed; None on such CPUs, with an accelerator, or when the flags are unknown."""
-  if tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"):
-    return None
-  flags = cpu_flags() if flags is None else flags
-  if not flags or flags & {"amx_bf16", "avx512_bf16"}:
-    return None
-  return ("hint: this CPU has neither amx_bf16 nor avx512_bf16, so --dtype=bfloat16 is "
-          "emulated at about float32 speed; --dtype=float32 is as fast and exact (README: "
-          "Which dtype and flags for my machine)")
-
-
 def set_precision(dtype: str) -> None:
-  """Sets the global Keras policy for --dtype (variables always stay float32); prints
-  `emulated_bfloat16_hint` where it applies."""
+  """Sets the global Keras policy for --dtype (variables always stay float32). `auto` is
+  resolved before this (`precision.resolve`)."""
   if dtype not in _POLICIES:
     raise ValueError(f"--dtype must be float32, bfloat16 or float16, got {dtype!r}")
   keras.mixed_precision.set_global_policy(_POLICIES[dtype])
-  hint = emulated_bfloat16_hint() if dtype == "bfloat16" else None
-  if hint:
-    print(hint, file=sys.stderr)
 
 
 def distribute_global_batch(strategy, batch: Dict[str, tf.Tensor], global_batch: int):
