@@ -12,6 +12,10 @@ from albert_tf.modeling import activations, fused, heads, layers, recompute
 from albert_tf.modeling import encoder as encoder_module
 from common import GROUPED, SQUARE, TINY, assert_close, encoder_inputs, random_inputs
 
+# Grouped sharing with inner groups at 2 layers (4 sub-blocks): the fused kernels are per
+# block, and each block more is compiled and traced again in every dtype these tests run.
+SMALL_GROUPED = dict(GROUPED, num_hidden_layers=2)
+
 
 @pytest.mark.parametrize("preset,count", [
     ("base", 11_683_584), ("large", 17_683_968), ("xlarge", 58_724_864),
@@ -204,8 +208,10 @@ def test_mixed_precision(policy, dtype):
 
 
 def test_xla_matches_eager():
-  model = AlbertPretrainer(dict(GROUPED, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
-  inputs = {k: tf.constant(v) for k, v in random_inputs(GROUPED).items()}
+  # XLA's compile time grows with every block; what is compared is each op's lowering.
+  cfg = dict(SMALL_GROUPED, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+  model = AlbertPretrainer(cfg)
+  inputs = {k: tf.constant(v) for k, v in random_inputs(cfg).items()}
   eager = model(inputs, training=False)
   xla = tf.function(lambda x: model(x, training=False), jit_compile=True)(inputs)
   for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
@@ -256,7 +262,7 @@ def test_sequence_lengths_outside_the_positions_are_named_and_int64_ids_work():
 def test_recompute_gives_the_same_loss_and_gradients(dtype):
   """AlbertEncoder(recompute=True): grouped sharing with inner groups, dropout on everywhere;
   the recomputed blocks draw the forward pass's masks, so every gradient is the same."""
-  cfg = dict(GROUPED, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
+  cfg = dict(SMALL_GROUPED, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
   keras.mixed_precision.set_global_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
   inputs = encoder_inputs(random_inputs(cfg, batch=3, seq=11))
   target = tf.random.stateless_normal([3, 11, cfg["hidden_size"]], seed=[1, 2])
@@ -451,14 +457,14 @@ def _function_names(concrete_function):
 
 
 def _fused_gelu_gradients(policy, strategy=None):
-  """Gradients of a GROUPED encoder's training step under `policy` (FFN inputs of
+  """Gradients of a SMALL_GROUPED encoder's training step under `policy` (FFN inputs of
   standard deviation ~3), and the names of the step's functions."""
-  inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
+  inputs = encoder_inputs(random_inputs(SMALL_GROUPED, batch=4, seq=11))
   target = tf.random.stateless_normal([4, 11, 32], seed=[3, 4])
   keras.mixed_precision.set_global_policy(policy)
   keras.utils.set_random_seed(0)
   with strategy.scope() if strategy else contextlib.nullcontext():
-    encoder = AlbertEncoder(GROUPED)
+    encoder = AlbertEncoder(SMALL_GROUPED)
   for i, block in enumerate(b for group in encoder.groups for b in group):
     # FFN inputs of standard deviation ~3 (initial weights keep them near 0, where
     # GELU is about x / 2 and a wrong gradient would pass).
@@ -520,7 +526,7 @@ def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
   their forwards); the step's gradients are float32's to bfloat16 precision, also under
   MirroredStrategy (two CPU replicas, gradients summed), and so are they with the
   reference ops instead."""
-  inputs = encoder_inputs(random_inputs(GROUPED, batch=4, seq=11))
+  inputs = encoder_inputs(random_inputs(SMALL_GROUPED, batch=4, seq=11))
   want, _ = _fused_gelu_gradients("float32")
   got, names16 = _fused_gelu_gradients("mixed_bfloat16")
   assert _fused_kernel_names(names16) == _KERNELS16, names16
@@ -540,7 +546,7 @@ def test_bfloat16_training_runs_the_fused_kernels_and_agrees_with_float32():
     np.testing.assert_allclose(b, a, atol=0.03 * scale)
 
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  encoder = AlbertEncoder(GROUPED)
+  encoder = AlbertEncoder(SMALL_GROUPED)
   infer = tf.function(lambda x: encoder(x)["sequence_output"]).get_concrete_function(inputs)
   names = _function_names(infer)
   assert not _fused_gelu_names(names)

@@ -17,6 +17,7 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 import tensorflow as tf
+import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint
 from albert_tf.tasks import classification as classifier
@@ -315,15 +316,16 @@ def write_keyword_task(directory, seed=0, sizes=(("train", 600), ("dev", 200), (
 
 
 @pytest.fixture(scope="module")
-def model_files(tmp_path_factory, spm_model):
+def model_files(tmp_path_factory, spm_model, learning_seed):
   root = tmp_path_factory.mktemp("glue_model")
+  keras.utils.set_random_seed(learning_seed)   # the start weights of every run here
   AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
   init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "original" / "model.ckpt-best"))
   hub = export_from_sources(str(root / "hub"), albert_config_file=str(root / "albert_config.json"),
                             init_checkpoint=init, spm_model_file=spm_model)["encoder"]
   data = write_keyword_task(str(root / "MRPC"))
   return dict(config=str(root / "albert_config.json"), init=init, hub=hub, spm=spm_model,
-              data=data, root=root)
+              data=data, root=root, seed=learning_seed)
 
 
 def options(files, output_dir, **kwargs):
@@ -332,7 +334,7 @@ def options(files, output_dir, **kwargs):
               spm_model_file=files["spm"], max_seq_length=SEQ, train_batch_size=16,
               eval_batch_size=32, predict_batch_size=32, learning_rate=2e-3, train_step=240,
               warmup_step=24, save_checkpoints_steps=80, keep_checkpoint_max=2, log_steps=10,
-              progress=False, do_train=True, do_eval=True, do_predict=True)
+              progress=False, do_train=True, do_eval=True, do_predict=True, seed=files["seed"])
   if "train_step" in kwargs and "warmup_step" not in kwargs:
     base["warmup_step"] = kwargs["train_step"] // 10
   base.update(kwargs)

@@ -37,12 +37,13 @@ def options(files, output_dir, **kwargs):
 
 
 @pytest.mark.slow
-def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp_path):
+def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp_path,
+                                                                      learning_seed):
   """300 steps of a tiny model from random weights: dev entity F1 well above chance, for
   both types; the metrics are seqeval's on the merged predictions; test_predictions.txt is
   test.txt line for line with the predicted tag appended."""
   out, export = tmp_path / "run", tmp_path / "export"
-  result = ner_task.run(options(files, out, export_dir=str(export)))
+  result = ner_task.run(options(files, out, export_dir=str(export), seed=learning_seed))
   evaluation = result["eval"]
   print("NER dev", evaluation)
   assert evaluation["f1"] >= 0.8 and evaluation["PER_f1"] >= 0.7 and evaluation["LOC_f1"] >= 0.7
@@ -79,7 +80,8 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   check_lite_tags(out, tmp_path / "ner.tflite", [s.words for s in ner.read_sentences(
       os.path.join(files["data"], "test.txt"))], predicted, 32)
   # --do_eval alone on the trained run: the same figures from model.ckpt-best.
-  again = ner_task.run(options(files, out, do_train=False, do_predict=False))
+  again = ner_task.run(options(files, out, do_train=False, do_predict=False,
+                               seed=learning_seed))
   assert again["eval"] == pytest.approx(evaluation)
 
   # To Hugging Face (AlbertForTokenClassification, id2label) and back: the same logits.
@@ -92,7 +94,8 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   # (transformers' token classifier has no pooler: none written, none read)
   assert isinstance(back, AlbertTokenClassifier)
   assert sorted(report.freshly_initialized) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
-  run = ner_task.NerRun(options(files, out, do_train=False, do_predict=False))
+  run = ner_task.NerRun(options(files, out, do_train=False, do_predict=False,
+                                seed=learning_seed))
   trained = run.build_model()
   run.restore_for_inference(trained)
   batch = next(iter(run.dataset("dev", 8, is_training=False)))
@@ -193,7 +196,7 @@ def write_msra(directory, seed=0, sizes=(("train", 240), ("dev", 60), ("test", 3
 
 
 @pytest.mark.slow
-def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
+def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path, learning_seed):
   """The MSRA recipe's path: --vocab_file (WordPiece), one character per token."""
   data = write_msra(str(tmp_path / "msra"))
   texts = [t.format(n) for t in ZH_PERSON for n in ZH_PEOPLE] + \
@@ -209,7 +212,7 @@ def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path):
       max_seq_length=24, train_batch_size=16, eval_batch_size=32, predict_batch_size=32,
       learning_rate=3e-3, train_step=150, warmup_step=15, save_checkpoints_steps=75,
       log_steps=25, progress=False, do_train=True, do_eval=True, do_predict=True,
-      export_dir=str(tmp_path / "export")))
+      export_dir=str(tmp_path / "export"), seed=learning_seed))
   print("MSRA-style dev", result["eval"])
   assert result["eval"]["f1"] >= 0.8
   assert (out / "labels.txt").read_text().split() == ["O", "B-NR", "I-NR", "B-NS", "I-NS"]

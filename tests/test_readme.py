@@ -186,15 +186,15 @@ def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
   reporting its training time and dev accuracy, and an R per padding mode."""
   done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_real_length.py"),
                          "--preset=tiny", "--steps=4", "--batch_size=4", "--rounds=1",
-                         "--runs=128:buckets,64:buckets,128:fixed,64:fixed"],
+                         "--runs=128:buckets,64:buckets"],   # the smallest table: one R
                         capture_output=True, text=True, timeout=900)
   assert done.returncode == 0, done.stderr[-3000:]
   runs = re.findall(r"^  (\d+:\w+) +round 1: +([\d.]+) s of training, dev accuracy ([\d.]+)$",
                     done.stdout, re.M)
-  assert [r[0] for r in runs] == ["128:buckets", "64:buckets", "128:fixed", "64:fixed"], done.stdout
+  assert [r[0] for r in runs] == ["128:buckets", "64:buckets"], done.stdout
   assert all(float(seconds) > 0 and 0 <= float(accuracy) <= 1 for _, seconds, accuracy in runs)
   ratios = re.findall(r"^  R \((buckets|fixed)\) = T64 / T128 = ([\d.]+)$", done.stdout, re.M)
-  assert [r[0] for r in ratios] == ["buckets", "fixed"], done.stdout
+  assert [r[0] for r in ratios] == ["buckets"] and float(ratios[0][1]) > 0, done.stdout
 
 
 def test_the_step_profile_sums_op_time_by_type():

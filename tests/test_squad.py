@@ -407,10 +407,12 @@ def _check_output_files(output_dir, dev_file, version_2, n_best_size):
 
 
 @pytest.mark.slow
-def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files, tmp_path):
+def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files, tmp_path,
+                                                                    learning_seed):
   untrained = question_answering.run(squad_options(squad_files, tmp_path / "untrained", False,
-                                                   do_train=False))["eval"]
-  result = question_answering.run(squad_options(squad_files, tmp_path / "v1", False))
+                                                   do_train=False, seed=learning_seed))["eval"]
+  result = question_answering.run(squad_options(squad_files, tmp_path / "v1", False,
+                                                seed=learning_seed))
   evaluation = result["eval"]
   print("SQuAD v1.1 untrained", untrained, "trained", evaluation)
   assert evaluation["exact_match"] >= 40 and evaluation["f1"] >= 45
@@ -442,9 +444,9 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
 
 
 @pytest.mark.slow
-def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path):
+def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, learning_seed):
   out = tmp_path / "v2"
-  flags = squad_options(squad_files, out, True)
+  flags = squad_options(squad_files, out, True, seed=learning_seed)
   argv = [sys.executable, os.path.join(REPO, "run_squad.py")]
   for key, value in vars(flags).items():
     if key == "progress":   # not a flag: the scripts always show progress
