@@ -30,6 +30,8 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Ke
 ROOT = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
 flags.DEFINE_bool("quick", False, "A much shorter run (smoke test), not meant to learn much.")
+flags.DEFINE_integer("seed", 12345, "Seed of pretraining's and fine-tuning's initialization and "
+                     "data order (the scripts' --seed).")
 FLAGS = flags.FLAGS
 
 # A small ALBERT: factorized embeddings (E=64 < H=128), one shared block applied 4 times.
@@ -141,7 +143,7 @@ def main(argv):
       eval_batch_size=32, max_seq_length=SEQ, max_predictions_per_seq=20, optimizer="lamb",
       learning_rate=2e-3, num_train_steps=pretrain_steps, num_warmup_steps=pretrain_steps // 10,
       save_checkpoints_steps=max(pretrain_steps // 4, 1), max_eval_steps=20, dtype="auto",
-      log_steps=max(pretrain_steps // 50, 1))
+      log_steps=max(pretrain_steps // 50, 1), seed=FLAGS.seed)
 
   hub_dir = os.path.join(out, "hub")
   timings["TF-Hub export"] = _run(
@@ -166,7 +168,8 @@ def main(argv):
       do_predict=True, train_batch_size=32, eval_batch_size=64, predict_batch_size=64,
       learning_rate=2e-4, train_step=train_step, warmup_step=train_step // 10,
       save_checkpoints_steps=max(train_step // 5, 1), optimizer="adamw",
-      export_dir=os.path.join(mrpc_dir, "serving"), log_steps=max(train_step // 60, 1))
+      export_dir=os.path.join(mrpc_dir, "serving"), log_steps=max(train_step // 60, 1),
+      seed=FLAGS.seed)
 
   pre = _results(os.path.join(pretrain_dir, "eval_results.txt"))
   mrpc = _results(os.path.join(mrpc_dir, "eval_results.txt"))

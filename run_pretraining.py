@@ -4,7 +4,7 @@
       --albert_config_file=albert_config.json --do_train --do_eval \
       --train_batch_size=4096 --max_seq_length=512 --max_predictions_per_seq=20 \
       --optimizer=lamb --learning_rate=.00176 --num_train_steps=125000 --num_warmup_steps=3125 \
-      --distribution_strategy=mirrored --dtype=bfloat16
+      --distribution_strategy=mirrored --dtype=auto
 
 Rerunning the same command after a crash resumes from the latest checkpoint in
 --output_dir. TensorBoard: `tensorboard --logdir out`.

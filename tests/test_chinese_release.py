@@ -80,7 +80,7 @@ def release(tmp_path_factory):
   return root
 
 
-def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path):
+def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path, learning_seed):
   albert, out = release / "albert_base_zh", tmp_path / "mrpc"
   flags = dict(task_name="MRPC", data_dir=release / "MRPC", output_dir=out,
                vocab_file=albert / "vocab_chinese.txt",
@@ -89,7 +89,7 @@ def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path):
                train_batch_size=16, eval_batch_size=32, predict_batch_size=32,
                learning_rate=2e-3, train_step=240, warmup_step=24, save_checkpoints_steps=80,
                do_train=True, do_eval=True, do_predict=True, export_dir=out / "serving",
-               noprogress=None)
+               seed=learning_seed, noprogress=None)
   result = subprocess.run([sys.executable, str(ROOT / "run_classifier.py")] +
                           [f"--{k}" if v is None else f"--{k}={v}" for k, v in flags.items()],
                           capture_output=True, text=True, timeout=1200)

@@ -571,7 +571,7 @@ def test_recompute_trains_to_the_same_losses_on_two_replicas(model_files, tmp_pa
 def test_dtype_auto_is_recorded_and_kept_on_resume(model_files, tmp_path, monkeypatch):
   """--dtype=auto's choice (the probe stubbed) is what the run trains in and records; the
   rerun that continues it keeps it even where the probe would now choose otherwise."""
-  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  from albert_tf.modeling import precision  # pylint: disable=import-outside-toplevel
   shape = (16 * SEQ, CFG["hidden_size"], CFG["intermediate_size"])
   seen = []
   for bfloat16, steps in ((2.0, 2), (0.5, 3)):

@@ -408,12 +408,13 @@ def test_albert_tf_writes_what_it_reads_for_every_task_model(tmp_path):
 
 
 @pytest.mark.slow
-def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_model):
+def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_model,
+                                                                   learning_seed):
   """One command from an HF directory (config, weights and vocabulary from it), then the run
   written back for transformers users: the classifier's probabilities are the run's."""
   from test_glue import CFG, SEQ, write_keyword_task  # pylint: disable=import-outside-toplevel
   cfg = dict(TINY, **CFG)
-  weights = original_albert.random_weights(cfg, seed=10, scale=0.05)
+  weights = original_albert.random_weights(cfg, seed=10 + learning_seed, scale=0.05)
   hf = write_hf(tmp_path / "albert-tiny", weights, hf_config(cfg, "AlbertForMaskedLM"))
   os.symlink(spm_model, os.path.join(hf, "spiece.model"))
   data = write_keyword_task(str(tmp_path / "MRPC"), sizes=(("train", 600), ("dev", 200)))
@@ -423,7 +424,7 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
        f"--data_dir={data}", f"--output_dir={out}", "--task_name=MRPC", "--do_train",
        "--do_eval", f"--max_seq_length={SEQ}", "--train_batch_size=16", "--learning_rate=2e-3",
        "--train_step=200", "--warmup_step=20", "--save_checkpoints_steps=100",
-       "--noprogress"], capture_output=True, text=True, check=False)
+       f"--seed={learning_seed}", "--noprogress"], capture_output=True, text=True, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Initialized from" in result.stdout and "fresh: output_bias, output_weights" in \
       result.stdout

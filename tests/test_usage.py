@@ -139,7 +139,7 @@ def test_the_dtype_probe_decides_auto_and_the_bfloat16_hint(monkeypatch, capsys)
   (the figures stubbed both ways: an AMD EPYC's and an Intel Xeon's without AMX), keeps a
   recorded choice without measuring, and an explicit bfloat16 that the probe finds slower
   prints one hint line; float32 measures nothing."""
-  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  from albert_tf.modeling import precision  # pylint: disable=import-outside-toplevel
   shape = (1024, 768, 3072)
   faster = precision.ProbeResult(shape, {"float32": 262.0, "bfloat16": 1419.0})
   slower = precision.ProbeResult(shape, {"float32": 262.0, "bfloat16": 154.0})
@@ -175,7 +175,7 @@ def test_the_dtype_probe_decides_auto_and_the_bfloat16_hint(monkeypatch, capsys)
 
 
 def test_the_dtype_probe_measures_both_dtypes_in_about_a_second():
-  from albert_tf.training import precision  # pylint: disable=import-outside-toplevel
+  from albert_tf.modeling import precision  # pylint: disable=import-outside-toplevel
   started = time.perf_counter()
   result = precision.measure((256, 64, 256), seconds=0.4)
   assert time.perf_counter() - started < 10

@@ -47,7 +47,7 @@ from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.modeling.tracing import inference_only
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import precision
+from albert_tf.modeling import precision
 
 # ----------------------------------------------------------------------------- encoder
 

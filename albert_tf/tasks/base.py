@@ -27,7 +27,7 @@ from albert_tf.hub.loading import export_record
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import precision
+from albert_tf.modeling import precision
 from albert_tf.training.distribute import get_strategy, is_chief, set_precision
 from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, check_accumulation,
                                         mean_per_example, summarize_per_example)

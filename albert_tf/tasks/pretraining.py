@@ -24,7 +24,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.tasks.base import RuntimeOptions, claim_output_dir, previous_record
-from albert_tf.training import precision
+from albert_tf.modeling import precision
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
 from albert_tf.training.trainer import Trainer, TrainerOptions, check_accumulation
 
