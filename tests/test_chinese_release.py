@@ -80,6 +80,7 @@ def release(tmp_path_factory):
   return root
 
 
+@pytest.mark.learning
 def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path, learning_seed):
   albert, out = release / "albert_base_zh", tmp_path / "mrpc"
   flags = dict(task_name="MRPC", data_dir=release / "MRPC", output_dir=out,

@@ -343,6 +343,7 @@ def options(files, output_dir, **kwargs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", ["original_checkpoint", "tf_hub"])
+@pytest.mark.learning
 def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, source):
   out = tmp_path / source
   extra = dict(albert_config_file=None, init_checkpoint=None, spm_model_file="from_tf_hub",

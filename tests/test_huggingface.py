@@ -408,6 +408,7 @@ def test_albert_tf_writes_what_it_reads_for_every_task_model(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_model,
                                                                    learning_seed):
   """One command from an HF directory (config, weights and vocabulary from it), then the run
@@ -430,6 +431,7 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
       result.stdout
   with open(out / "eval_results.txt") as f:
     evaluation = {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+  print("MRPC-format dev from a Hugging Face directory", evaluation)
   assert evaluation["accuracy"] >= 0.9, evaluation
   record = json.loads((out / "run_config.json").read_text())
   assert record["spm_model_file"] == os.path.abspath(os.path.join(hf, "spiece.model"))

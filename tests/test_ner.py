@@ -37,6 +37,7 @@ def options(files, output_dir, **kwargs):
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp_path,
                                                                       learning_seed):
   """300 steps of a tiny model from random weights: dev entity F1 well above chance, for
@@ -196,6 +197,7 @@ def write_msra(directory, seed=0, sizes=(("train", 240), ("dev", 60), ("test", 3
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_run_ner_tags_chinese_characters_with_a_wordpiece_vocabulary(tmp_path, learning_seed):
   """The MSRA recipe's path: --vocab_file (WordPiece), one character per token."""
   data = write_msra(str(tmp_path / "msra"))

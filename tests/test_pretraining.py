@@ -206,6 +206,7 @@ def test_resume_after_crash_equals_uninterrupted_run(data, tmp_path, monkeypatch
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_small_albert_learns_mlm_and_sop(data, tmp_path, learning_seed):
   """500 steps on the pydoc data: MLM and SOP accuracy (on the training data, as the
   original evaluates) rise clearly above step 0 and above the majority class, from any

@@ -131,6 +131,7 @@ def test_multiple_choice_head_uses_the_original_names(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_run_race_learns_a_generated_set_and_writes_its_outputs(tmp_path, spm_model,
                                                                  learning_seed):
   """run_race.py from random weights learns a generated RACE set (dev and test accuracy at

@@ -407,6 +407,7 @@ def _check_output_files(output_dir, dev_file, version_2, n_best_size):
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files, tmp_path,
                                                                     learning_seed):
   untrained = question_answering.run(squad_options(squad_files, tmp_path / "untrained", False,
@@ -444,6 +445,7 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
 
 
 @pytest.mark.slow
+@pytest.mark.learning
 def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, learning_seed):
   out = tmp_path / "v2"
   flags = squad_options(squad_files, out, True, seed=learning_seed)
