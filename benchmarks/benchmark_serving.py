@@ -110,10 +110,8 @@ def prepare(work: str, paths, seqs) -> dict:
     common.classifier_run(work, max(seqs))
   config = os.path.join(work, "albert_config.json")
   if not os.path.exists(config):
-    with open(os.path.join(files["run"], "run_config.json")) as f:
-      model = json.load(f)["model"]
-    with open(config, "w") as f:
-      json.dump(model, f)
+    from albert_tf import runs  # pylint: disable=g-import-not-at-top
+    runs.Run.read(files["run"]).config.to_json_file(config)
   spm = os.path.join(work, "pydoc.model")
   wanted = set(paths)
   encoder_flags = [f"--albert_config_file={config}",
@@ -138,10 +136,10 @@ def prepare(work: str, paths, seqs) -> dict:
     if "text_saved_model" in wanted and not os.path.exists(files[f"text_saved_model_{seq}"]):
       # What run_classifier.py --export_dir writes at the end of training.
       from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
-      from albert_tf.tasks import lite_export  # pylint: disable=g-import-not-at-top
-      classifier = lite_export.read_classifier_run(files["run"])
-      export_classifier(classifier.build_model(), files[f"text_saved_model_{seq}"],
-                        classifier.tokenizer, seq, classifier.task.labels)
+      from albert_tf import runs  # pylint: disable=g-import-not-at-top
+      classifier = runs.Run.read(files["run"])
+      export_classifier(classifier.model(), files[f"text_saved_model_{seq}"],
+                        classifier.tokenizer(), seq, classifier.labels)
     for q, name in (("none", "tflite"), ("float16", "tflite_float16"),
                     ("dynamic_int8", "tflite_int8")):
       target = files[f"{name}_{seq}"]

@@ -48,7 +48,7 @@ VARIANTS = ("none", "float16", "dynamic_int8", "int8")
 
 def _saved_model(run, seq_length: int, path: str) -> None:
   from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
-  export_classifier(run.build_model(), path, run.tokenizer, seq_length, run.task.labels,
+  export_classifier(run.model(), path, run.tokenizer(), seq_length, run.labels,
                     pairs=run.text_fields == ["sentence1", "sentence2"])
 
 
@@ -109,6 +109,7 @@ def main(_):
   if FLAGS.worker:
     print(json.dumps(_time_worker(FLAGS.worker, FLAGS.worker_threads)))
     return
+  from albert_tf import runs  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks import lite_export  # pylint: disable=g-import-not-at-top
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="tflite_bench_")
   os.makedirs(work, exist_ok=True)
@@ -117,7 +118,7 @@ def main(_):
   if not model_dir:
     model_dir, generated = common.classifier_run(work, FLAGS.max_seq_length)
     data_dir = data_dir or generated
-  run = lite_export.read_classifier_run(model_dir)
+  run = runs.Run.read(model_dir, "--model_dir", ["classification"])
   seq = FLAGS.max_seq_length
   paths = {"SavedModel": os.path.join(work, "saved_model")}
   if not os.path.exists(paths["SavedModel"]):

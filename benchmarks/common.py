@@ -2,7 +2,6 @@
 throughput of a run's logged steps, and an ALBERT-base-shaped classifier run."""
 
 import csv
-import json
 import os
 import sys
 import tempfile
@@ -108,8 +107,7 @@ def define_training_flags(seq_length: int, batch_size: int, steps: int,
 
 def classifier_run(work_dir: str, seq_length: int) -> tuple:
   """A run directory holding an ALBERT-base-shaped MRPC classifier, and MRPC-format data."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertConfig, runs  # pylint: disable=g-import-not-at-top
   from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
   from albert_tf.modeling.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
   from albert_tf.modeling.models import AlbertClassifier  # pylint: disable=g-import-not-at-top
@@ -118,12 +116,11 @@ def classifier_run(work_dir: str, seq_length: int) -> tuple:
   spm = vocab.train_vocab(corpus, os.path.join(work_dir, "pydoc"), vocab_size=2000)
   config = AlbertConfig.from_preset("base")
   pad_vocabulary(spm, config.vocab_size)
-  run_dir = os.path.join(work_dir, "run")
-  model = AlbertClassifier(AlbertEncoder(config), 2)
-  tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(run_dir, "model.ckpt-best"))
-  with open(os.path.join(run_dir, "run_config.json"), "w") as f:
-    json.dump(dict(task="MRPC", model=config.to_dict(), hub=None, spm_model_file=spm,
-                   do_lower_case=True, max_seq_length=seq_length), f)
+  run_dir = runs.write_run(
+      os.path.join(work_dir, "run"),
+      dict(task="MRPC", model=config.to_dict(), hub=None, spm_model_file=spm,
+           do_lower_case=True, max_seq_length=seq_length),
+      AlbertClassifier(AlbertEncoder(config), 2))
   data_dir = os.path.join(work_dir, "MRPC")
   sample_corpus.write_paraphrase_task(data_dir, num_train=300, num_dev=100, num_test=10)
   return run_dir, data_dir

@@ -159,16 +159,12 @@ def write_release(directory, cfg, spm_model):
 
 def write_classifier_run(directory, model, cfg, max_seq_length, task="MRPC", **vocabulary):
   """What run_classifier.py (or another fine-tuning script) leaves in --output_dir for
-  export: `model`'s weights as model.ckpt-best and run_config.json (`vocabulary`:
+  export, through `albert_tf.runs`: `model`'s weights as model.ckpt-best and the run's
+  record (`vocabulary`:
   spm_model_file= or vocab_file=, and what else the run records, e.g. a NER run's labels=)."""
-  import json  # pylint: disable=g-import-not-at-top
-  import os  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(directory, "model.ckpt-best"))
-  with open(os.path.join(directory, "run_config.json"), "w") as f:
-    json.dump(dict(task=task, model=cfg, hub=None, do_lower_case=True,
-                   max_seq_length=max_seq_length, **vocabulary), f)
-  return str(directory)
+  from albert_tf import runs  # pylint: disable=g-import-not-at-top
+  return runs.write_run(str(directory), dict(task=task, model=cfg, hub=None, do_lower_case=True,
+                                             max_seq_length=max_seq_length, **vocabulary), model)
 
 
 def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_mlm=True):

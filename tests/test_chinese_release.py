@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 
 import original_albert
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig, AlbertPretrainer, runs
 from albert_tf.formats import tf_hub as loading
 from albert_tf.formats import load_original_checkpoint
 from albert_tf.tasks import base
@@ -100,8 +100,7 @@ def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path, learning_s
   print("WordPiece MRPC-format dev:", evaluation)
   assert evaluation["majority_baseline_accuracy"] < 0.75
   assert evaluation["accuracy"] >= 0.95
-  with open(out / "run_config.json") as f:
-    record = json.load(f)
+  record = runs.read_record(str(out))
   assert json.dumps(record).count(str(albert / "vocab_chinese.txt")) >= 1
 
   # The serving SavedModel tokenizes with the WordPiece vocabulary in-graph.

@@ -3,7 +3,6 @@ fine-tuning from an original checkpoint and from a TF-Hub export, outputs, resum
 
 import csv
 import dataclasses
-import json
 import os
 import pathlib
 import signal
@@ -19,7 +18,7 @@ import sklearn.metrics
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint
+from albert_tf import AlbertConfig, AlbertPretrainer, runs, save_original_checkpoint
 from albert_tf.tasks import classification as classifier
 from albert_tf.training import metrics
 from albert_tf.training import trainer as training
@@ -358,7 +357,7 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   assert evaluation == pytest.approx(read_results(out))
   files = set(os.listdir(out))
   for name in ("model.ckpt-best.index", "best_trial.txt", "eval_results.txt", "eval_log.csv",
-               "train_log.csv", "learning_curve.png", "MRPC.tsv", "run_config.json", "train",
+               "train_log.csv", "learning_curve.png", "MRPC.tsv", runs.RECORD, "train",
                "eval", "serving"):
     assert name in files, name
   # Pruned to keep_checkpoint_max recent checkpoints (model.ckpt-best apart).
@@ -518,7 +517,7 @@ def test_a_second_run_on_the_same_output_dir_stops_at_once(model_files, tmp_path
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
   try:
     deadline = time.time() + 300
-    while not (out / "run_config.json").exists() and first.poll() is None \
+    while not (out / runs.RECORD).exists() and first.poll() is None \
         and time.time() < deadline:
       time.sleep(0.05)
     assert first.poll() is None, first.stderr.read()[-3000:]
@@ -582,8 +581,7 @@ def test_dtype_auto_is_recorded_and_kept_on_resume(model_files, tmp_path, monkey
                                     train_step=steps, save_checkpoints_steps=1, log_steps=1,
                                     do_eval=False, do_predict=False))
     assert np.isfinite(result["train"]["loss"])
-    with open(tmp_path / "auto" / "run_config.json") as f:
-      assert json.load(f)["training"]["dtype"] == "bfloat16"
+    assert runs.read_record(str(tmp_path / "auto"))["training"]["dtype"] == "bfloat16"
   assert seen == [shape]            # measured once, at the model's feed-forward shape
   with open(tmp_path / "auto" / "train_log.csv") as f:
     assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2, 3]

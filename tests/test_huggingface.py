@@ -20,7 +20,7 @@ from safetensors.numpy import save_file
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, runs
 from albert_tf.formats import huggingface
 from albert_tf.tasks import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
@@ -433,7 +433,7 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
     evaluation = {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
   print("MRPC-format dev from a Hugging Face directory", evaluation)
   assert evaluation["accuracy"] >= 0.9, evaluation
-  record = json.loads((out / "run_config.json").read_text())
+  record = runs.read_record(str(out))
   assert record["spm_model_file"] == os.path.abspath(os.path.join(hf, "spiece.model"))
 
   result = subprocess.run(
@@ -469,10 +469,9 @@ def test_a_run_fine_tuned_from_a_tf_hub_export_converts_too(tmp_path, spm_model)
   for v in model.trainable_variables:    # fine-tuned: every weight moved
     v.assign(v + tf.random.normal(v.shape, stddev=0.05, seed=1))
   run = tmp_path / "run"
-  tf.train.Checkpoint(**model.checkpoint_items).write(str(run / "model.ckpt-best"))
-  (run / "run_config.json").write_text(json.dumps(dict(
-      task="MRPC", model=cfg, hub=str(tmp_path / "hub"), do_lower_case=True, max_seq_length=16,
-      spm_model_file=spm_model)))
+  runs.write_run(str(run), dict(task="MRPC", model=cfg, hub=str(tmp_path / "hub"),
+                                do_lower_case=True, max_seq_length=16,
+                                spm_model_file=spm_model), model)
   convert.run(convert.ConvertOptions(input=str(run), output_format="hf",
                                      output_dir=str(tmp_path / "hf")))
   written, _ = albert_tf.build_hf_model(str(tmp_path / "hf"))

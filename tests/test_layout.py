@@ -24,6 +24,9 @@ ALLOWED = {
     "training": {"modeling", "files", "progress"},
     "formats": {"modeling", "text", "files"},
     "hub": {"formats", "modeling", "text", "data", "cli", "files"},
+    # The owner of a trained run's record: below the tasks that write it, above what it
+    # rebuilds a run's model from.
+    "runs.py": {"modeling", "text", "data", "formats", "hub", "training", "files", "cli"},
     "files.py": set(),
     "cli.py": set(),
     "progress.py": set(),
@@ -105,6 +108,16 @@ def test_each_layer_imports_only_what_it_may(part):
     used = {p.removesuffix(".py") for p in _imported_parts(path)} - {own}
     allowed = {a.removesuffix(".py") for a in ALLOWED[part]}
     assert used <= allowed, f"{path.relative_to(ROOT)} imports albert_tf.{used - allowed}"
+
+
+def test_one_module_owns_a_run_s_record():
+  """albert_tf/runs.py is the only code that names a run's record file: every other module
+  (the package, the scripts, the benchmarks, the tests) reads and writes a run through it."""
+  record = "run_config" + ".json"
+  naming = sorted(str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py")
+                  if not path.relative_to(ROOT).parts[0].startswith((".", "build", "demo_output"))
+                  and record in path.read_text(encoding="utf-8"))
+  assert naming == ["albert_tf/runs.py"], naming
 
 
 def test_no_layout_module_imports_another():

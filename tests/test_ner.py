@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from seqeval import metrics as seqeval_metrics
 
-from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model
+from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model, runs
 from albert_tf.data import ner
 from albert_tf.tasks import convert, lite_export
 from albert_tf.tasks import token_classification as ner_task
@@ -146,7 +146,7 @@ def check_lite_tags(run_dir, path, sentences, predicted, seq_length, joiner=" ")
   result = lite_export.run(lite_export.TFLiteOptions(model_dir=str(run_dir),
                                                      output_file=str(path), quantization="none"))
   assert result["tflite"]["size_mb"] > 0
-  tokenizer = lite_export.read_classifier_run(str(run_dir)).tokenizer
+  tokenizer = runs.Run.read(str(run_dir)).tokenizer()
   labels = (run_dir / "labels.txt").read_text().split()
   runner = load_interpreter(model_path=str(path)).get_signature_runner()
   fit = 0

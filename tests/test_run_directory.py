@@ -1,5 +1,5 @@
 """The output directory: one run at a time (a lock), a resumed run with the flags it
-was trained with (run_config.json), and writes that find the disk full."""
+was trained with (its record, `albert_tf.runs`), and writes that find the disk full."""
 
 import dataclasses
 import errno
@@ -17,7 +17,7 @@ import tensorflow as tf
 from albert_tf import cli, files
 from albert_tf.cli import option
 from albert_tf.data import records
-from albert_tf.tasks import base
+from albert_tf import runs
 from albert_tf.training import logs
 from albert_tf.training import trainer as training
 
@@ -74,44 +74,41 @@ def _fake_checkpoint(directory):
 def test_resuming_refuses_changed_training_flags_but_lets_the_steps_grow(tmp_path):
   out = tmp_path / "run"
   record = dict(task="demo", model={"hidden_size": 8})
-  base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out)))
-  with open(out / "run_config.json") as f:
-    assert json.load(f)["training"] == dict(learning_rate=1e-3, seed=1, train_step=10)
+  runs.claim(str(out), record, opts=_Options(output_dir=str(out)))
+  assert runs.read_record(str(out))["training"] == dict(learning_rate=1e-3, seed=1, train_step=10)
   _fake_checkpoint(out)
   # Flags that do not shape training, and predicting, may change.
-  base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out), predict_batch_size=4))
-  base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out), do_train=False,
+  runs.claim(str(out), record, opts=_Options(output_dir=str(out), predict_batch_size=4))
+  runs.claim(str(out), record, opts=_Options(output_dir=str(out), do_train=False,
                                                         learning_rate=5.0))
   with pytest.raises(ValueError, match=r"trained with other flags: --learning_rate=0.001 then, "
                                        r"--learning_rate=0.002 now; --seed=1 then, --seed=2 now\. "
                                        r"Resume with the same flags \(--train_step may grow\)"):
-    base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out), learning_rate=2e-3,
+    runs.claim(str(out), record, opts=_Options(output_dir=str(out), learning_rate=2e-3,
                                                           seed=2))
   with pytest.raises(ValueError, match="--train_step=10 then, --train_step=5 now"):
-    base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out), train_step=5))
-  base.claim_output_dir(str(out), record, opts=_Options(output_dir=str(out), train_step=30))
-  with open(out / "run_config.json") as f:
-    assert json.load(f)["training"]["train_step"] == 30
+    runs.claim(str(out), record, opts=_Options(output_dir=str(out), train_step=5))
+  runs.claim(str(out), record, opts=_Options(output_dir=str(out), train_step=30))
+  assert runs.read_record(str(out))["training"]["train_step"] == 30
   with pytest.raises(ValueError, match="holds another run .*differs in: model"):
-    base.claim_output_dir(str(out), dict(record, model={"hidden_size": 16}),
+    runs.claim(str(out), dict(record, model={"hidden_size": 16}),
                           opts=_Options(output_dir=str(out)))
 
 
 def test_a_run_stopped_before_training_leaves_nothing_that_blocks_a_corrected_rerun(tmp_path):
   out = tmp_path / "run"
-  base.claim_output_dir(str(out), dict(task="demo", model={"vocab_size": 30000}),
+  runs.claim(str(out), dict(task="demo", model={"vocab_size": 30000}),
                         opts=_Options(output_dir=str(out)))
   (out / "mrpc_train_0123456789.tf_record").write_text("")      # cached features stay
-  base.claim_output_dir(str(out), dict(task="demo", model={"vocab_size": 1500}),
+  runs.claim(str(out), dict(task="demo", model={"vocab_size": 1500}),
                         opts=_Options(output_dir=str(out), learning_rate=0.5))
-  with open(out / "run_config.json") as f:
-    saved = json.load(f)
+  saved = runs.read_record(str(out))
   assert saved["model"] == {"vocab_size": 1500} and saved["training"]["learning_rate"] == 0.5
   # A refused claim of a new directory leaves no directory behind.
   (tmp_path / "other").mkdir()
   (tmp_path / "other" / "notes.txt").write_text("mine")
   with pytest.raises(ValueError, match="is not empty"):
-    base.claim_output_dir(str(tmp_path / "other"), {"task": "demo"})
+    runs.claim(str(tmp_path / "other"), {"task": "demo"})
   assert sorted(os.listdir(tmp_path / "other")) == ["notes.txt"]
 
 

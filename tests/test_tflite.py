@@ -1,6 +1,5 @@
 """TFLite (LiteRT) export: raw text in, the tokenizer's ids, the SavedModel's outputs."""
 
-import json
 import os
 import shutil
 import sys
@@ -12,7 +11,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from ai_edge_litert.interpreter import InterpreterWithCustomOps
-from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint
+from albert_tf import AlbertConfig, AlbertPretrainer, runs, save_original_checkpoint
 from albert_tf.data import glue
 from albert_tf.hub import tflite
 from albert_tf.hub.export import export_classifier
@@ -261,18 +260,17 @@ def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_mode
   assert existing.read_bytes() == b"the user's file"
   with pytest.raises(ValueError, match="--quantization=int8 needs --model_dir and --data_dir"):
     lite_export.run(options(quantization="int8"))
-  with pytest.raises(ValueError, match="not a run_classifier.py output directory"):
+  with pytest.raises(ValueError, match="not a run_classifier.py or run_ner.py output directory"):
     lite_export.run(options(model_dir=str(tmp_path)))
   squad = tmp_path / "squad_run"
   squad.mkdir()
-  (squad / "run_config.json").write_text(json.dumps(dict(task="SQuAD v1.1", model=CFG)))
+  runs.write_run(str(squad), dict(task="SQuAD v1.1", model=CFG))
   with pytest.raises(ValueError, match="holds a 'SQuAD v1.1' run, not a run_classifier.py"):
     lite_export.run(options(model_dir=str(squad)))
   moved = tmp_path / "moved_run"
   shutil.copytree(run_dir, moved)
-  record = json.loads((moved / "run_config.json").read_text())
-  record["spm_model_file"] = str(tmp_path / "gone.model")
-  (moved / "run_config.json").write_text(json.dumps(record))
+  record = runs.read_record(str(moved))
+  runs.write_run(str(moved), dict(record, spm_model_file=str(tmp_path / "gone.model")))
   with pytest.raises(FileNotFoundError, match="vocabulary of --model_dir=.*gone.model"):
     lite_export.run(options(model_dir=str(moved)))
   with pytest.raises(ValueError, match="--max_seq_length=99 exceeds"):

@@ -29,8 +29,7 @@ from albert_tf.formats.base import ModelDirectory
 from albert_tf.modeling.checkpoints import LoadReport, variable_map
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
+from albert_tf.modeling.models import for_hf_architecture
 from albert_tf.text.huggingface import read_hf_vocabulary
 
 POOLER = "bert/pooler/"   # original names of the pooler's variables
@@ -382,7 +381,7 @@ def load_hf_weights(model, directory: str) -> LoadReport:
   prefixed = _prefixed(weights.shapes)
   plan, fresh, problems = {}, [], {"missing": [], "unexpected": [], "shape mismatch": []}
   # transformers' AlbertForTokenClassification has no pooler (nor uses one): it may be absent.
-  unpooled = isinstance(model, AlbertTokenClassifier)
+  unpooled = not getattr(model, "HF_POOLED", True)
   for original, variable in targets.items():
     try:
       hf, transposed = hf_name(original)
@@ -445,20 +444,9 @@ def _model_config(model) -> AlbertConfig:
 
 def architecture_of(model, skip: Sequence[str] = ()) -> str:
   """The transformers class that holds what `model` holds (less the heads in `skip`, by
-  original name: a pretrainer without its sentence-order head is AlbertForMaskedLM)."""
-  if isinstance(model, AlbertPretrainer):
-    if any(n.startswith("cls/seq_relationship/") for n in skip):
-      return "AlbertForMaskedLM"
-    return "AlbertForPreTraining"
-  if isinstance(model, AlbertMultipleChoice):
-    return "AlbertForMultipleChoice"
-  if isinstance(model, AlbertTokenClassifier):   # (an AlbertClassifier with per-token logits)
-    return "AlbertForTokenClassification"
-  if isinstance(model, AlbertClassifier):
-    return "AlbertForSequenceClassification"
-  if isinstance(model, AlbertQuestionAnswerer) and not model.version_2_with_negative:
-    return "AlbertForQuestionAnswering"
-  return "AlbertModel"   # an encoder; and the SQuAD v2.0 model, whose head transformers lacks
+  original name): what the model class declares (`hf_architecture`); AlbertModel for an
+  encoder."""
+  return model.hf_architecture(skip) if hasattr(model, "hf_architecture") else "AlbertModel"
 
 
 def hf_tensors(model, architecture: Optional[str] = None, skip: Sequence[str] = ()
@@ -533,21 +521,9 @@ def build_hf_model(directory: str, recompute: bool = False):
   config, info = read_hf_config(directory)
   architecture = info.architectures[0] if info.architectures else "AlbertModel"
   encoder = AlbertEncoder(config, recompute=recompute)
-  if architecture in ("AlbertForPreTraining", "AlbertForMaskedLM"):
-    model = AlbertPretrainer(encoder)
-  elif architecture == "AlbertForSequenceClassification":
-    model = AlbertClassifier(encoder, len(info.labels) if info.labels else 2,
-                             dropout_rate=info.classifier_dropout_prob or 0.1)
-  elif architecture == "AlbertForTokenClassification":
-    model = AlbertTokenClassifier(encoder, len(info.labels) if info.labels else 2,
-                                  dropout_rate=info.classifier_dropout_prob or 0.1)
-  elif architecture == "AlbertForMultipleChoice":
-    model = AlbertMultipleChoice(encoder, dropout_rate=info.classifier_dropout_prob or 0.1)
-  elif architecture == "AlbertForQuestionAnswering":
-    model = AlbertQuestionAnswerer(encoder)
-  else:
-    if architecture != "AlbertModel":
-      logging.warning("%s: %s has no albert_tf class; reading its encoder", info.path,
-                      architecture)
-    model = encoder
+  model = for_hf_architecture(architecture, encoder, len(info.labels) if info.labels else None,
+                              info.classifier_dropout_prob)
+  if model is encoder and architecture != "AlbertModel":
+    logging.warning("%s: %s has no albert_tf class; reading its encoder", info.path,
+                    architecture)
   return model, load_hf_weights(model, directory)

@@ -2,7 +2,7 @@
 
 What the training scripts write (`model.ckpt-best`, `ckpt-N`): object checkpoints whose
 roots are the task model's `checkpoint_items` (`encoder`, and its heads by name). They
-hold no config: the run's `run_config.json` does (read by `albert_tf.tasks.convert`).
+hold no config: the run's record does (`albert_tf.runs`).
 """
 
 import os

@@ -26,37 +26,32 @@ from albert_tf.files import writing
 from albert_tf.modeling.encoder import INPUT_KEYS, AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.tracing import inference_only
-from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer)
 
 QUANTIZATIONS = ("none", "dynamic_int8")
 OPSET = 17
 
 
 def inference_function(model):
-  """(tf.function, input signature, output names) of `model`'s inference call."""
-  multiple_choice = isinstance(model, AlbertMultipleChoice)
-  rank = 3 if multiple_choice else 2
+  """(tf.function, input signature, output names) of `model`'s inference call: what the
+  model class declares (its inputs' rank, inputs besides the encoder's, its outputs), or
+  an encoder's pooled and sequence outputs."""
+  target = model.encoder if getattr(model, "EXPORTS_ENCODER", False) else model
+  rank = getattr(target, "EXPORT_RANK", 2)
   spec = [tf.TensorSpec([None] * rank, tf.int32, name=k) for k in INPUT_KEYS]
-  v2 = isinstance(model, AlbertQuestionAnswerer) and model.version_2_with_negative
-  if v2:
-    spec.append(tf.TensorSpec([None, None], tf.float32, name="p_mask"))
-  encoder = model.encoder if isinstance(model, AlbertPretrainer) else model
+  if hasattr(target, "export_inputs"):
+    spec += [tf.TensorSpec([None, None], dtype, name=name)
+             for name, dtype in target.export_inputs().items()]
   random_generators(model)   # made now: one made in the first trace traces it twice
 
   def call(*tensors):
     inputs = dict(zip([s.name for s in spec], tensors))
-    if isinstance(encoder, AlbertEncoder):   # both outputs: no second first-token path
-      outputs = encoder(inputs, training=False, uses_sequence_output=True)
+    if isinstance(target, AlbertEncoder):   # both outputs: no second first-token path
+      outputs = target(inputs, training=False, uses_sequence_output=True)
     else:
-      outputs = encoder(inputs, training=False)
-    if isinstance(model, AlbertPretrainer):
-      return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
-    if isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):
-      return {"logits": outputs}                                       # [B, C]
-    if isinstance(outputs, dict) and "pooled_output" in outputs:         # an encoder
-      return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
-    return dict(outputs)                                               # the span heads
+      outputs = target(inputs, training=False)
+    if hasattr(target, "export_outputs"):
+      return target.export_outputs(outputs)
+    return {k: outputs[k] for k in ("pooled_output", "sequence_output")}   # an encoder
   function = tf.function(call, input_signature=spec, autograph=False)
   with inference_only():   # the graph tf2onnx reads: no custom gradients' IdentityN ops
     names = sorted(function.get_concrete_function().structured_outputs)

@@ -1,6 +1,6 @@
 """Task models: an AlbertEncoder plus a head."""
 
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 import tensorflow as tf
 import tf_keras as keras
@@ -33,9 +33,30 @@ class _TaskModel(keras.Model):
   build one), or a layer with its dict interface such as `hub.KerasLayer` of an
   exported encoder SavedModel (such a model is saved as a SavedModel, not a config)."""
 
+  # What the model is to the modules that write it elsewhere (one place per model class):
+  HF_ARCHITECTURE = "AlbertModel"   # the transformers class holding the same weights
+  HF_POOLED = True                  # whether that class holds the pooler
+  KERAS_HUB_TASK = None             # the KerasHub task class a preset of it loads as
+  EXPORTS_ENCODER = False           # an inference export is of its encoder alone
+  EXPORT_RANK = 2                   # rank of the id inputs an export takes ([B, S])
+
   def __init__(self, encoder, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder if isinstance(encoder, keras.layers.Layer) else _as_encoder(encoder)
+
+  def hf_architecture(self, skip=()) -> str:
+    """The transformers class that holds what this model holds, less the heads in `skip`
+    (original variable names of heads never trained)."""
+    del skip
+    return self.HF_ARCHITECTURE
+
+  def export_inputs(self) -> Dict[str, tf.dtypes.DType]:
+    """Inputs an inference export takes besides the encoder's three int32 ones."""
+    return {}
+
+  def export_outputs(self, outputs) -> Dict[str, tf.Tensor]:
+    """What an inference export (ONNX, SavedModel) returns of `call`'s outputs."""
+    return {"logits": outputs}
 
   def _config(self, **head_config):
     if not isinstance(self.encoder, AlbertEncoder):
@@ -72,9 +93,17 @@ class AlbertPretrainer(_TaskModel):
     self.sentence_order.build([None, c.hidden_size])
     self.built = True
 
+  HF_ARCHITECTURE = "AlbertForPreTraining"
+  EXPORTS_ENCODER = True
+
   @property
   def config(self) -> AlbertConfig:
     return self.encoder.config
+
+  def hf_architecture(self, skip=()) -> str:
+    if any(n.startswith("cls/seq_relationship/") for n in skip):
+      return "AlbertForMaskedLM"      # without its sentence-order head
+    return self.HF_ARCHITECTURE
 
   @plain_python
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
@@ -113,6 +142,9 @@ class AlbertClassifier(_TaskModel):
     initializer_range: stddev of the head's initializer.
     seed: seed of the head's initializer.
   """
+
+  HF_ARCHITECTURE = "AlbertForSequenceClassification"
+  KERAS_HUB_TASK = "AlbertTextClassifier"
 
   def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
                initializer_range: float = 0.02, seed=None, **kwargs):
@@ -165,6 +197,8 @@ class AlbertQuestionAnswerer(_TaskModel):
     seed: seed of the head's initializers.
   """
 
+  HF_ARCHITECTURE = "AlbertForQuestionAnswering"
+
   def __init__(self, encoder, version_2_with_negative: bool = False, start_n_top: int = 5,
                end_n_top: int = 5, dropout_rate: float = 0.1, initializer_range: float = 0.02,
                seed=None, **kwargs):
@@ -193,6 +227,16 @@ class AlbertQuestionAnswerer(_TaskModel):
   @property
   def checkpoint_items(self):
     return dict(encoder=self.encoder, squad=self.span)
+
+  def hf_architecture(self, skip=()) -> str:
+    # transformers has no v2.0 head: such a model is written as its encoder.
+    return "AlbertModel" if self.version_2_with_negative else self.HF_ARCHITECTURE
+
+  def export_inputs(self) -> Dict[str, tf.dtypes.DType]:
+    return {"p_mask": tf.float32} if self.version_2_with_negative else {}
+
+  def export_outputs(self, outputs) -> Dict[str, tf.Tensor]:
+    return dict(outputs)                                  # the span heads' named outputs
 
   def original_head_variables(self) -> Dict[str, tf.Variable]:
     """The head's variables under the original squad_utils.py names."""
@@ -234,6 +278,10 @@ class AlbertTokenClassifier(AlbertClassifier):
     dropout_rate, initializer_range, seed: the head's, as AlbertClassifier's.
   """
 
+  HF_ARCHITECTURE = "AlbertForTokenClassification"
+  HF_POOLED = False      # transformers' token classifier has no pooler (nor uses one)
+  KERAS_HUB_TASK = None
+
   def __init__(self, encoder, num_labels: int, dropout_rate: float = 0.1,
                initializer_range: float = 0.02, seed=None, **kwargs):
     super().__init__(encoder, num_labels, dropout_rate, initializer_range, seed, **kwargs)
@@ -271,6 +319,10 @@ class AlbertMultipleChoice(AlbertClassifier):
     seed: seed of the head's initializer.
   """
 
+  HF_ARCHITECTURE = "AlbertForMultipleChoice"
+  KERAS_HUB_TASK = None
+  EXPORT_RANK = 3        # [B, C, S]
+
   def __init__(self, encoder, dropout_rate: float = 0.1, initializer_range: float = 0.02,
                seed=None, **kwargs):
     super().__init__(encoder, 1, dropout_rate, initializer_range, seed, **kwargs)
@@ -286,3 +338,36 @@ class AlbertMultipleChoice(AlbertClassifier):
     config = super().get_config()
     del config["num_classes"]
     return config
+
+
+def for_hf_architecture(architecture: str, encoder, num_labels: Optional[int] = None,
+                        dropout_rate: Optional[float] = None):
+  """The albert_tf model of transformers class `architecture` over `encoder` (AlbertModel,
+  or a class albert_tf has no model of: the encoder itself)."""
+  head = dict(dropout_rate=dropout_rate or 0.1)
+  builders = {
+      "AlbertForPreTraining": lambda: AlbertPretrainer(encoder),
+      "AlbertForMaskedLM": lambda: AlbertPretrainer(encoder),
+      "AlbertForSequenceClassification": lambda: AlbertClassifier(encoder, num_labels or 2,
+                                                                  **head),
+      "AlbertForTokenClassification": lambda: AlbertTokenClassifier(encoder, num_labels or 2,
+                                                                    **head),
+      "AlbertForMultipleChoice": lambda: AlbertMultipleChoice(encoder, **head),
+      "AlbertForQuestionAnswering": lambda: AlbertQuestionAnswerer(encoder),
+  }
+  return builders[architecture]() if architecture in builders else encoder
+
+
+def for_heads(heads, config: AlbertConfig, num_labels: Optional[int] = None):
+  """The albert_tf model that holds the heads a model directory holds (names as
+  `albert_tf.formats` reports them: token_classifier, classifier, squad_v2, squad, mlm,
+  sop), over a new encoder of `config`."""
+  if "token_classifier" in heads:
+    return AlbertTokenClassifier(config, num_labels or 2)
+  if "classifier" in heads:
+    return AlbertClassifier(config, num_labels or 2)
+  if "squad_v2" in heads or "squad" in heads:
+    return AlbertQuestionAnswerer(config, version_2_with_negative="squad_v2" in heads)
+  if "mlm" in heads or "sop" in heads:
+    return AlbertPretrainer(config)
+  return AlbertEncoder(config)

@@ -1,6 +1,7 @@
 """What every run shares: the flags common to the scripts, where the encoder and the
-vocabulary come from, the output directory's record of its run, and the sequence of
-a fine-tuning run (check, read, featurize, train, restore the best, evaluate, predict).
+vocabulary come from, and the sequence of a fine-tuning run (check, read, featurize,
+claim the output directory through `albert_tf.runs`, train, restore the best, evaluate,
+predict).
 
 A fine-tuning task subclasses `FinetuningTask` and gives only what is its own:
 its inputs and features, its head (`build_model`), its loss per example, its
@@ -8,7 +9,7 @@ dev metric, and what inference writes.
 """
 
 import dataclasses
-import json
+import functools
 import os
 from typing import Dict, List, Optional
 
@@ -16,9 +17,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import runs
 from albert_tf.cli import Checked, option
-from albert_tf.files import (LOCK_NAME, fingerprint, lock_directory, reading_checkpoint,
-                             unlock_directory, write_json)
+from albert_tf.files import fingerprint, reading_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
@@ -28,7 +29,7 @@ from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_sav
                                       vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.modeling import precision
-from albert_tf.training.distribute import get_strategy, is_chief, set_precision
+from albert_tf.training.distribute import get_strategy, set_precision
 from albert_tf.training.trainer import (BEST_PREFIX, Trainer, TrainerOptions, check_accumulation,
                                         mean_per_example, summarize_per_example)
 
@@ -170,7 +171,7 @@ class ModelSource:
                       "fine-tuning from random weights")
 
   def record(self) -> dict:
-    """What identifies the model and vocabulary in run_config.json."""
+    """What identifies the model and vocabulary in the run's record (`albert_tf.runs`)."""
     return dict(model=self.config.to_dict(),
                 hub=os.path.abspath(self.hub_handle) if self.hub_handle else None,
                 **{("spm_model_file" if self.tokenizer.spm_model_file else "vocab_file"):
@@ -262,97 +263,6 @@ def _tokenizer(opts: ModelOptions, hub_handle: Optional[str], hub_module,
                        spm_model_file=spm_model_file)
 
 
-def training_settings(opts) -> Dict[str, object]:
-  """The values of `opts`' fields marked `training=` (the flags that shape training)."""
-  return {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)
-          if f.metadata.get("training")}
-
-
-def _may_grow(opts) -> List[str]:
-  return [f.name for f in dataclasses.fields(opts) if f.metadata.get("training") == "may grow"]
-
-
-def _holds_work(output_dir: str) -> bool:
-  """Whether `output_dir` holds checkpoints, logs or results (not only its record,
-  its lock and cached features, which a corrected rerun may replace or rebuild)."""
-  for name in os.listdir(output_dir):
-    if name in ("run_config.json", LOCK_NAME) or ".tf_record" in name or name.endswith(
-        ".jsonl"):
-      continue
-    return True
-  return False
-
-
-def claim_output_dir(output_dir: str, record: dict, strategy=None, opts=None) -> None:
-  """Locks `output_dir` for this process and records what the run is in its
-  run_config.json; refuses a directory that holds another run, or (when `opts`
-  trains) the same run with other training flags than it was trained with: only
-  flags marked `training="may grow"` (the step count) may grow, to continue.
-
-  A directory with nothing but an earlier record (a run stopped by an input error
-  before training) is taken over. Only the chief of a multi-worker cluster claims.
-  """
-  if strategy is not None and not is_chief(strategy):
-    return
-  created = not os.path.isdir(output_dir)
-  lock_directory(output_dir)
-  try:
-    _claim(output_dir, record, opts)
-  except Exception:
-    unlock_directory(output_dir)
-    if created and not os.listdir(output_dir):
-      os.rmdir(output_dir)
-    raise
-
-
-def previous_record(output_dir: str) -> dict:
-  """What an earlier run in `output_dir` recorded (its run_config.json), or {}."""
-  path = os.path.join(output_dir, "run_config.json")
-  if not os.path.exists(path):
-    return {}
-  with open(path) as f:
-    return json.load(f)
-
-
-def _claim(output_dir: str, record: dict, opts) -> None:
-  path = os.path.join(output_dir, "run_config.json")
-  record = json.loads(json.dumps(record, sort_keys=True))
-  training = json.loads(json.dumps(training_settings(opts))) if opts is not None and getattr(
-      opts, "do_train", False) else None
-  if not os.path.exists(path):
-    if any(name != LOCK_NAME for name in os.listdir(output_dir)):
-      raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
-                       "albert_tf run); use a new --output_dir")
-    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
-    return
-  previous = previous_record(output_dir)
-  trained = previous.pop("training", None)
-  if previous != record:
-    changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
-    if _holds_work(output_dir):
-      raise ValueError(f"--output_dir={output_dir} holds another run ({path} differs in: "
-                       f"{', '.join(changed)}); use a new --output_dir, or the same flags "
-                       "to resume")
-    print(f"Replacing the record of a run that never started in {output_dir} "
-          f"(it differed in: {', '.join(changed)})")
-    trained = None
-  if training is None:
-    training = trained
-  elif trained is not None and tf.train.latest_checkpoint(output_dir):
-    grow = _may_grow(opts)
-    changed = [k for k in sorted(set(trained) | set(training)) if trained.get(k) != training.get(k)
-               and not (k in grow and trained.get(k) is not None
-                        and training.get(k) is not None and training[k] >= trained[k])]
-    if changed:
-      raise ValueError(
-          f"--output_dir={output_dir} was trained with other flags: "
-          + "; ".join(f"--{k}={trained.get(k)} then, --{k}={training.get(k)} now" for k in changed)
-          + ". Resume with the same flags (" + ", ".join(f"--{k}" for k in grow)
-          + " may grow), or use a new --output_dir")
-  if dict(record, training=training) != dict(previous, training=trained):
-    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
-
-
 # ----------------------------------------------------------------------------- fine-tuning
 
 class FinetuningTask:
@@ -374,9 +284,9 @@ class FinetuningTask:
     self.strategy = get_strategy(opts.distribution_strategy, opts.tpu, opts.tpu_zone,
                                  opts.gcp_project)
     self.check_outputs()
-    claim_output_dir(opts.output_dir, dict(task=self.name, **self.source.record(),
-                                           max_seq_length=opts.max_seq_length,
-                                           **self.run_record()), self.strategy, opts)
+    runs.claim(opts.output_dir, dict(task=self.name, **self.source.record(),
+                                     max_seq_length=opts.max_seq_length, **self.run_record()),
+               self.strategy, opts)
     self.build_features()
     self._predict_fns = {}
     self._trained_model = None   # set by train(); inference reuses it
@@ -387,7 +297,7 @@ class FinetuningTask:
     opts = self.opts
     if self.source.hub_handle and opts.dtype == precision.AUTO:
       return "float32"
-    recorded = (previous_record(opts.output_dir).get("training") or {}).get("dtype")
+    recorded = (runs.read_record(opts.output_dir).get("training") or {}).get("dtype")
     return precision.resolve(opts.dtype, precision.probe_shape(
         self.source.config, self.micro_batch_size * opts.max_seq_length), recorded)
 
@@ -477,7 +387,8 @@ class FinetuningTask:
     tf.random.set_seed(opts.seed)  # the shuffle order depends on the global seed too
     trainer = Trainer(trainer_opts, self.strategy, self, self.train_dataset(),
                       evaluate_fn=self.evaluate if self.can_evaluate() else None,
-                      best_metric=self.best_metric, initialize=self.source.initialize)
+                      best_metric=self.best_metric, initialize=self.source.initialize,
+                      on_best=functools.partial(runs.write_best_trial, opts.output_dir))
     result = trainer.train()
     self._trained_model = trainer.model
     best = trainer.best()
@@ -487,12 +398,8 @@ class FinetuningTask:
     return result
 
   def best_step(self) -> Optional[int]:
-    """The step of model.ckpt-best (best_trial.txt), or None before any."""
-    best_file = os.path.join(self.opts.output_dir, "best_trial.txt")
-    if not os.path.exists(best_file):
-      return None
-    with open(best_file) as f:
-      return int(f.readline().split("=")[1])
+    """The step of model.ckpt-best, or None before any."""
+    return runs.best_step(self.opts.output_dir)
 
   def restore_for_inference(self, model) -> str:
     """Loads model.ckpt-best of the output dir, else its latest checkpoint, else the

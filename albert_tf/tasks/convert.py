@@ -7,7 +7,8 @@ Inputs, recognized by what they hold:
   are those the checkpoint holds: `cls/predictions` and `cls/seq_relationship`,
   run_classifier's `output_weights`, `cls/squad`, ...);
 - an output directory of run_classifier.py, run_ner.py, run_race.py, run_squad.py or
-  run_pretraining.py (run_config.json, model.ckpt-best or the latest checkpoint);
+  run_pretraining.py (read through `albert_tf.runs`: its record, model.ckpt-best or the
+  latest checkpoint);
 - an encoder SavedModel of hub_export/export.py (its weights, config and vocabulary).
 
 Outputs: `hf` (config.json, model.safetensors, spiece.model or vocab.txt,
@@ -18,30 +19,24 @@ The output directory appears whole or not at all.
 """
 
 import dataclasses
-import json
 import os
 import shutil
 from typing import Dict, List, Optional
 
-import tensorflow as tf
-
+from albert_tf import runs
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
-from albert_tf.files import atomic_directory, reading_checkpoint
+from albert_tf.files import atomic_directory
 from albert_tf import formats
 from albert_tf.formats import huggingface, keras_hub
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
-from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
+from albert_tf.modeling.models import for_heads
 from albert_tf.text.huggingface import save_hf_tokenizer
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training.trainer import BEST_PREFIX
 
 FORMATS = ("hf", "tf1", "keras_hub")
-RUN_CONFIG = "run_config.json"
 
 
 @dataclasses.dataclass
@@ -73,98 +68,12 @@ def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> Optiona
                        do_lower_case=True if do_lower_case is None else do_lower_case)
 
 
-def _native(hub_model, native_model):
-  """`native_model` (the same task model over an AlbertEncoder) with `hub_model`'s weights
-  (over the hub.KerasLayer of an encoder export): the export's variables are the encoder's,
-  in the order `export_encoder` saved them, and the heads are the same layers."""
-  encoder_variables = exported_encoder_variables(AlbertPretrainer(native_model.encoder))
-  pairs = list(zip(hub_model.encoder.variables, encoder_variables))
-  for name, item in hub_model.checkpoint_items.items():
-    if name != "encoder":
-      pairs += list(zip(item.variables, native_model.checkpoint_items[name].variables))
-  for source, target in pairs:
-    if source.shape != target.shape:
-      raise ValueError(f"the TF-Hub encoder's {source.name} {source.shape} does not fit "
-                       f"{target.name} {target.shape}")
-    target.assign(source)
-  return native_model
-
-
 def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
   """An output directory of run_classifier.py, run_ner.py, run_race.py, run_squad.py or
-  run_pretraining.py."""
-  record_path = os.path.join(path, RUN_CONFIG)
-  with open(record_path, encoding="utf-8") as f:
-    record = json.load(f)
-  task_name = str(record.get("task"))
-  if "model" not in record:
-    raise ValueError(f"{record_path} lacks the model's config: not written by albert_tf")
-  config = AlbertConfig.from_dict(record["model"])
-  training = record.get("training") or {}
-  dropout = float(training.get("dropout_prob", 0.1))
-  labels = problem_type = task = None
-  if task_name.lower() in glue.TASKS:
-    task = glue.get_task(task_name)
-    build = lambda encoder: AlbertClassifier(encoder, task.num_labels)
-    labels = list(task.labels) if task.labels else ["LABEL_0"]
-    problem_type = "regression" if task.is_regression else "single_label_classification"
-  elif task_name == "NER":
-    labels = list(record.get("labels") or [])
-    build = lambda encoder: AlbertTokenClassifier(encoder, len(labels))
-  elif task_name == "RACE":
-    build = AlbertMultipleChoice
-  elif task_name.startswith("SQuAD"):
-    build = lambda encoder: AlbertQuestionAnswerer(
-        encoder, version_2_with_negative=task_name.endswith("v2.0"))
-  elif task_name == "pretraining":
-    build = AlbertPretrainer
-  else:
-    raise ValueError(f"{record_path} records a {task_name!r} run, which convert_checkpoint.py "
-                     "does not know")
-  hub_handle = record.get("hub")
-  if hub_handle and not os.path.isdir(hub_handle):
-    raise FileNotFoundError(f"the encoder SavedModel {path} was fine-tuned from, {hub_handle} "
-                            f"(from its {RUN_CONFIG}), is missing")
-  if hub_handle:
-    import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-    model = build(hub.KerasLayer(hub_handle, trainable=True, name="albert_hub"))
-  else:
-    model = build(AlbertEncoder(config))
-  checkpoint = os.path.join(path, BEST_PREFIX)
-  if not tf.io.gfile.exists(checkpoint + ".index"):
-    checkpoint = tf.train.latest_checkpoint(path)
-  if not checkpoint:
-    raise ValueError(f"{path} holds no checkpoint ({BEST_PREFIX} or another): train it first")
-  with reading_checkpoint(checkpoint):
-    status = tf.train.Checkpoint(**model.checkpoint_items).read(checkpoint)
-    try:
-      status.assert_existing_objects_matched()
-    except AssertionError as e:
-      raise ValueError(f"{checkpoint} does not match its {RUN_CONFIG}: {e}") from None
-    status.expect_partial()
-  if hub_handle:
-    model = _native(model, build(AlbertEncoder(config)))
-  if not (spm_model_file or vocab_file):
-    spm_model_file, vocab_file = record.get("spm_model_file"), record.get("vocab_file")
-  tokenizer = _tokenizer(spm_model_file, vocab_file, record.get("do_lower_case", True), path)
-  return Source(path, f"{task_name} run", model, tokenizer, labels, problem_type, dropout, task,
-                record.get("max_seq_length"))
-
-
-def _model_for(found) -> object:
-  """The albert_tf model that holds the heads a directory holds."""
-  heads, config = found.heads, found.config
-  if "token_classifier" in heads:
-    return AlbertTokenClassifier(config, found.num_labels or 2)
-  if "classifier" in heads:
-    return AlbertClassifier(config, found.num_labels or 2)
-  if "squad_v2" in heads:
-    return AlbertQuestionAnswerer(config, version_2_with_negative=True)
-  if "squad" in heads:
-    return AlbertQuestionAnswerer(config)
-  if "mlm" in heads or "sop" in heads:
-    return AlbertPretrainer(config)
-  return AlbertEncoder(config)
+  run_pretraining.py, read through its owner, `albert_tf.runs`."""
+  run = runs.Run.read(path, "--input")
+  return Source(path, f"{run.task} run", run.model(), run.tokenizer(spm_model_file, vocab_file),
+                run.labels, run.problem_type, run.dropout, run.glue_task, run.max_seq_length)
 
 
 def read_source(path: str, spm_model_file: Optional[str] = None,
@@ -176,7 +85,7 @@ def read_source(path: str, spm_model_file: Optional[str] = None,
   path = formats.resolve(path, "--input")
   if not os.path.isdir(path):
     raise FileNotFoundError(f"--input={path} is not a directory")
-  if os.path.exists(os.path.join(path, RUN_CONFIG)):
+  if runs.Run.exists(path):
     return _read_run(path, spm_model_file, vocab_file)
   found = formats.read_model_directory(path, "--input", checkpoint_name)
   explicit = bool(spm_model_file or vocab_file)
@@ -189,7 +98,7 @@ def read_source(path: str, spm_model_file: Optional[str] = None,
     source = Source(path, "Hugging Face directory", model, None, info.labels, info.problem_type,
                     info.classifier_dropout_prob or 0.1)
   else:
-    model = _model_for(found)
+    model = for_heads(found.heads, found.config, found.num_labels)
     report = formats.load_checkpoint(model, found.checkpoint)
     kinds = {"tf1": "released TF1 directory", "tf_hub": "TF-Hub encoder SavedModel",
              "keras_hub": "KerasHub preset"}
@@ -252,7 +161,8 @@ def write_tf1(source: Source, output_dir: str) -> Dict[str, object]:
 def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
   """Writes `source` as a KerasHub preset: the backbone with its tokenizer, or an
   AlbertTextClassifier (a classifier's head and label count) that `from_preset` loads."""
-  classifier = isinstance(source.model, AlbertClassifier) and "output_weights" not in source.fresh
+  classifier = (getattr(source.model, "KERAS_HUB_TASK", None) == "AlbertTextClassifier"
+                and "output_weights" not in source.fresh)
   keras_hub.check_writable(source.config)
   spm = source.tokenizer.spm_model_file if source.tokenizer is not None else None
   with atomic_directory(output_dir, "--output_dir") as tmp:

@@ -1,115 +1,28 @@
 """hub_export/export_tflite.py: a run_classifier.py or run_ner.py output directory (or a bare
 encoder) to a TFLite file.
 
-Reads what the run recorded (run_config.json: task, model, vocabulary, sequence
-length; its best checkpoint), or a released model directory or an encoder
-SavedModel, checks it, and converts with `albert_tf.hub.tflite`.
+Reads the run through `albert_tf.runs` (its task, model, vocabulary, sequence length and
+best checkpoint), or a released model directory or an encoder SavedModel, checks it,
+and converts with `albert_tf.hub.tflite`.
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-import tensorflow as tf
 
+from albert_tf import runs
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue, ner
-from albert_tf.files import atomic_path, reading_checkpoint, writing
+from albert_tf.files import atomic_path, writing
 from albert_tf.formats import load_checkpoint, read_model_directory, resolve
-from albert_tf.hub.tflite import (QUANTIZATIONS, LiteClassifier, LiteEncoder, LiteTagger, convert,
-                                  latency_ms)
-from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertClassifier, AlbertPretrainer, AlbertTokenClassifier
+from albert_tf.hub.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
+from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training.trainer import BEST_PREFIX
 
-RUN_CONFIG = "run_config.json"
-
-
-@dataclasses.dataclass
-class ClassifierRun:
-  """What a run_classifier.py (GLUE `task`) or run_ner.py (`labels`, the tags) output
-  directory holds, read back for export."""
-  model_dir: str
-  task: Optional[glue.GlueTask]
-  config: AlbertConfig
-  tokenizer: FullTokenizer
-  max_seq_length: int
-  checkpoint: str
-  hub_handle: Optional[str] = None   # the encoder SavedModel of a run fine-tuned from one
-  labels: Optional[List[str]] = None   # a run_ner.py run's tags
-
-  @property
-  def text_fields(self) -> List[str]:
-    """The serving signature's inputs: GLUE's names for the task's text columns."""
-    if self.task is None:
-      return ["sentence"]
-    pairs = any(s.text_b is not None for s in self.task.splits.values())
-    return ["sentence1", "sentence2"] if pairs else ["sentence"]
-
-  def build_model(self) -> AlbertClassifier:
-    """The classifier (or token classifier) with the run's best (else latest) weights."""
-    if self.hub_handle:
-      import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-      encoder = hub.KerasLayer(self.hub_handle, trainable=True, name="albert_hub")
-    else:
-      encoder = AlbertEncoder(self.config)
-    if self.labels is not None:
-      model = AlbertTokenClassifier(encoder, len(self.labels))
-    else:
-      model = AlbertClassifier(encoder, self.task.num_labels)
-    with reading_checkpoint(self.checkpoint):
-      tf.train.Checkpoint(**model.checkpoint_items).read(self.checkpoint).expect_partial()
-    return model
-
-
-def read_classifier_run(model_dir: str) -> ClassifierRun:
-  """Reads and checks a run_classifier.py or run_ner.py --output_dir; every error names
-  what is wrong."""
-  path = os.path.join(model_dir, RUN_CONFIG)
-  if not os.path.isdir(model_dir):
-    raise FileNotFoundError(f"--model_dir={model_dir} is not a directory")
-  if not os.path.exists(path):
-    raise ValueError(f"--model_dir={model_dir} is not a run_classifier.py output directory "
-                     f"(no {RUN_CONFIG})")
-  with open(path) as f:
-    record = json.load(f)
-  task_name = record.get("task")
-  tagger = task_name == "NER" and bool(record.get("labels"))
-  if not tagger and (task_name is None or task_name.lower() not in glue.TASKS):
-    raise ValueError(f"--model_dir={model_dir} holds a {task_name!r} run, not a "
-                     "run_classifier.py (GLUE) or run_ner.py run")
-  missing = [k for k in ("model", "max_seq_length") if k not in record]
-  if missing:
-    raise ValueError(f"{path} lacks {', '.join(missing)}: not written by run_classifier.py")
-  hub_handle = record.get("hub")
-  if hub_handle and not os.path.isdir(hub_handle):
-    raise FileNotFoundError(f"the encoder SavedModel --model_dir={model_dir} was fine-tuned "
-                            f"from, {hub_handle} (from its {RUN_CONFIG}), is missing")
-  flag = "spm_model_file" if "spm_model_file" in record else "vocab_file"
-  vocabulary = record.get(flag)
-  if not vocabulary or not os.path.exists(vocabulary):
-    raise FileNotFoundError(f"the vocabulary of --model_dir={model_dir}, {vocabulary} "
-                            f"(from its {RUN_CONFIG}), is missing")
-  checkpoint = os.path.join(model_dir, BEST_PREFIX)
-  if not tf.io.gfile.exists(checkpoint + ".index"):
-    checkpoint = tf.train.latest_checkpoint(model_dir)
-  if not checkpoint:
-    raise ValueError(f"--model_dir={model_dir} holds no checkpoint ({BEST_PREFIX} or "
-                     "another): train it first")
-  config = AlbertConfig.from_dict(record["model"])
-  tokenizer = FullTokenizer(do_lower_case=record.get("do_lower_case", True),
-                            **{flag: vocabulary})
-  if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"the vocabulary of --model_dir={model_dir}, {vocabulary}, has "
-                     f"{tokenizer.vocab_size} entries but its model's vocab_size is "
-                     f"{config.vocab_size}")
-  return ClassifierRun(os.path.abspath(model_dir), None if tagger else glue.get_task(task_name),
-                       config, tokenizer, int(record["max_seq_length"]), checkpoint, hub_handle,
-                       record["labels"] if tagger else None)
+# The run kinds with a TFLite signature (`runs.Kind.lite`).
+LITE_KINDS = [name for name, kind in runs.KINDS.items() if kind.lite is not None]
 
 
 def representative_examples(data_dir: str, task: Optional[glue.GlueTask], module,
@@ -164,7 +77,7 @@ class TFLiteOptions(Checked):
   """hub_export/export_tflite.py's flags."""
   model_dir: Optional[str] = option(None, "A run_classifier.py or run_ner.py --output_dir: its "
                                     "model.ckpt-best (else latest checkpoint), "
-                                    "run_config.json and vocabulary.")
+                                    "run record and vocabulary.")
   albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: any "
                                            "model directory albert_tf reads (released, "
                                            "Hugging Face, KerasHub) or a Hugging Face repo id.")
@@ -201,9 +114,13 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
     raise ValueError("--quantization=int8 needs --model_dir and --data_dir (the task's data: "
                      "its train.tsv calibrates the activation ranges)")
   if opts.model_dir:
-    run_ = read_classifier_run(opts.model_dir)
-    config, tokenizer, text_fields = run_.config, run_.tokenizer, run_.text_fields
+    run_ = runs.Run.read(opts.model_dir, "--model_dir", LITE_KINDS)
+    config, text_fields = run_.config, run_.text_fields
+    tokenizer = run_.tokenizer()   # read and checked against the model before converting
     seq_length = opts.max_seq_length or run_.max_seq_length
+    if not seq_length:
+      raise ValueError(f"--model_dir={opts.model_dir} records no max_seq_length; pass "
+                       "--max_seq_length")
   else:
     encoder, tokenizer, config = read_encoder(opts.albert_directory, opts.hub_module)
     text_fields = ["sentence"] if opts.segments == 1 else ["sentence1", "sentence2"]
@@ -213,15 +130,11 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
                      f"max_position_embeddings={config.max_position_embeddings}")
   representative, examples = None, None
   if opts.model_dir:
-    if run_.labels is not None:
-      module = LiteTagger(run_.build_model(), tokenizer, seq_length)
-    else:
-      module = LiteClassifier(run_.build_model(), tokenizer, seq_length, text_fields,
-                              run_.task.is_regression)
+    module = run_.lite_module(seq_length)
     if opts.data_dir:
-      examples = representative_examples(opts.data_dir, run_.task, module)
+      examples = representative_examples(opts.data_dir, run_.glue_task, module)
       representative = lambda: iter(examples)
-    source = f"{run_.checkpoint} ({run_.task.name if run_.task else 'NER'}"
+    source = f"{run_.checkpoint} ({run_.task}"
   else:
     module = LiteEncoder(encoder, tokenizer, seq_length, text_fields)
     source = f"the encoder of {opts.albert_directory or opts.hub_module} ({len(text_fields)} segment(s)"

@@ -23,7 +23,8 @@ from albert_tf.formats import (load_checkpoint, read_model_directory, resolve,
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
-from albert_tf.tasks.base import RuntimeOptions, claim_output_dir, previous_record
+from albert_tf import runs
+from albert_tf.tasks.base import RuntimeOptions
 from albert_tf.modeling import precision
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
 from albert_tf.training.trainer import Trainer, TrainerOptions, check_accumulation
@@ -138,13 +139,13 @@ class Pretraining:
                        f"{opts.albert_config_file or opts.albert_directory}")
     check_batch_sizes(self.strategy, train_batch_size=opts.train_batch_size,
                       eval_batch_size=opts.eval_batch_size)
-    recorded = (previous_record(opts.output_dir).get("training") or {}).get("dtype")
+    recorded = (runs.read_record(opts.output_dir).get("training") or {}).get("dtype")
     self.opts = opts = dataclasses.replace(opts, dtype=precision.resolve(
         opts.dtype, precision.probe_shape(
             self.config, opts.train_batch_size // opts.gradient_accumulation_steps
             // self.strategy.num_replicas_in_sync * opts.max_seq_length), recorded))
-    claim_output_dir(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
-                     self.strategy, opts)
+    runs.claim(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
+               self.strategy, opts)
     saved = os.path.join(opts.output_dir, "albert_config.json")
     if is_chief(self.strategy) and not os.path.exists(saved):
       self.config.to_json_file(saved)  # what fine-tuning and export read

@@ -28,10 +28,10 @@ from albert_tf.data import ner
 from albert_tf.data.records import SEQUENCE_KEYS, read_dataset, write_records
 from albert_tf.files import atomic_open, read_text, write_results
 from albert_tf.modeling.models import AlbertTokenClassifier
-from albert_tf.tasks.base import FinetuningTask, StepOptions, previous_record
+from albert_tf import runs
+from albert_tf.tasks.base import FinetuningTask, StepOptions
 
 SPLITS = ("train", "dev", "test")
-LABELS_FILE = "labels.txt"
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -75,7 +75,7 @@ class NerRun(FinetuningTask):
         + (["test"] if opts.do_predict else [])
     self.files = {split: _split_file(opts.data_dir, split) for split in self.splits}
     self.sentences = {split: ner.read_sentences(path) for split, path in self.files.items()}
-    trained = previous_record(opts.output_dir)
+    trained = runs.read_record(opts.output_dir)
     if "train" in self.sentences or not trained.get("labels"):
       train = self.files.get("train") or _split_file(opts.data_dir, "train")
       sentences = self.sentences.get("train") or ner.read_sentences(train)
@@ -105,8 +105,7 @@ class NerRun(FinetuningTask):
 
   def build_features(self):
     opts = self.opts
-    with atomic_open(os.path.join(opts.output_dir, LABELS_FILE)) as f:
-      f.write("\n".join(self.labels) + "\n")
+    runs.write_labels(opts.output_dir, self.labels)
     self.windows, self.records = {}, {}
     for split in self.splits:
       windows = ner.convert(self.sentences[split], self.labels, self.source.tokenizer,

@@ -45,7 +45,7 @@ from absl import logging
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.files import (atomic_checkpoint, atomic_open, find_corrupt_record,
+from albert_tf.files import (atomic_checkpoint, find_corrupt_record,
                              reading_checkpoint, writing)
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.progress import progress_bar
@@ -144,14 +144,18 @@ class Trainer:
     initialize: (model) -> None, called when `output_dir` has no checkpoint
       yet (e.g. to load --init_checkpoint).
     data_files: the TFRecords `train_data` reads, to name a corrupt one.
+    on_best: (step, best_metric, value) -> None, called once a new model.ckpt-best is
+      written (the run's owner records which step it holds).
   """
 
   def __init__(self, opts: TrainerOptions, strategy, task, train_data: tf.data.Dataset,
                evaluate_fn: Optional[Callable[[keras.Model], Dict[str, float]]] = None,
                best_metric: Optional[str] = None,
                initialize: Optional[Callable[[keras.Model], None]] = None,
-               data_files: Sequence[str] = ()):
+               data_files: Sequence[str] = (),
+               on_best: Optional[Callable[[int, str, float], None]] = None):
     self.opts, self.strategy, self.task = opts, strategy, task
+    self.on_best = on_best
     self.data_files = list(data_files)
     self.evaluate_fn, self.best_metric = evaluate_fn, best_metric
     check_accumulation(opts.train_batch_size, opts.gradient_accumulation_steps)
@@ -337,8 +341,8 @@ class Trainer:
         best = os.path.join(self.opts.output_dir, BEST_PREFIX)
         with writing(best, needed=_bytes_of(self.model.variables)):
           write_checkpoint(self.model.checkpoint_items, best)
-        with atomic_open(os.path.join(self.opts.output_dir, "best_trial.txt")) as f:
-          f.write(f"global_step = {step}\n{self.best_metric} = {value}\n")
+        if self.on_best is not None:
+          self.on_best(step, self.best_metric, value)
       append_csv(self.eval_log, step, result)
       with writer.as_default(step=step):
         for k, v in result.items():

@@ -1,0 +1,424 @@
+"""A trained run: the one owner of a fine-tuning or pretraining script's --output_dir record.
+
+A run directory holds, besides its checkpoints and logs, what the run is:
+
+- `run_config.json`: the task, the model's config, where the weights came from (a TF-Hub
+  encoder it was fine-tuned from), the vocabulary, the sequence length, the task's own
+  settings (a tagger's tags and scheme) and the training flags (enforced on resume);
+- `labels.txt`: the label names in id order, one per line (what a user reads);
+- `model.ckpt-best` and `best_trial.txt`: the best evaluated weights and their step.
+
+This module is the only code that reads or writes that record: the tasks claim and record
+through `claim`, and everything that reads a trained run back (convert, the exporters,
+predictions, tests, benchmarks) goes through `Run.read`, whose `model()` rebuilds the
+task's model with its weights. Each task kind says in one place (`KINDS`) how its model
+is built and what it offers on device; the model classes themselves say what they are in
+transformers and what an inference export returns.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Callable, Dict, List, Optional
+
+import tensorflow as tf
+
+from albert_tf.data import glue
+from albert_tf.files import (LOCK_NAME, atomic_open, lock_directory, reading_checkpoint,
+                             unlock_directory, write_json)
+from albert_tf.formats.tf_hub import exported_encoder_variables
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
+                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training.distribute import is_chief
+from albert_tf.training.trainer import BEST_PREFIX
+
+RECORD = "run_config.json"
+LABELS = "labels.txt"
+BEST_TRIAL = "best_trial.txt"
+
+
+# ----------------------------------------------------------------------------- task kinds
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+  """What every other module asks of a task kind.
+
+  name: the kind, as transformers' pipelines name it.
+  script: the script whose --output_dir holds such a run (for messages).
+  build: (encoder, run) -> the task model over `encoder` (an AlbertEncoder, or the
+    hub.KerasLayer of the encoder SavedModel the run was fine-tuned from).
+  lite: (model, run, seq_length) -> the TFLite module of the model, if it has one.
+  """
+  name: str
+  script: str
+  build: Callable
+  lite: Optional[Callable] = None
+
+
+def _lite_classifier(model, run: "Run", seq_length: int):
+  from albert_tf.hub.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
+  return LiteClassifier(model, run.tokenizer(), seq_length, run.text_fields,
+                        run.glue_task.is_regression)
+
+
+def _lite_tagger(model, run: "Run", seq_length: int):
+  from albert_tf.hub.tflite import LiteTagger  # pylint: disable=g-import-not-at-top
+  return LiteTagger(model, run.tokenizer(), seq_length)
+
+
+KINDS = {
+    "classification": Kind(
+        "classification", "run_classifier.py",
+        lambda encoder, run: AlbertClassifier(encoder, run.glue_task.num_labels,
+                                              dropout_rate=run.dropout),
+        _lite_classifier),
+    "token_classification": Kind(
+        "token_classification", "run_ner.py",
+        lambda encoder, run: AlbertTokenClassifier(encoder, len(run.labels),
+                                                   dropout_rate=run.dropout),
+        _lite_tagger),
+    "multiple_choice": Kind(
+        "multiple_choice", "run_race.py",
+        lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout)),
+    "question_answering": Kind(
+        "question_answering", "run_squad.py",
+        lambda encoder, run: AlbertQuestionAnswerer(
+            encoder, version_2_with_negative=run.task.endswith("v2.0"))),
+    "pretraining": Kind("pretraining", "run_pretraining.py",
+                        lambda encoder, run: AlbertPretrainer(encoder)),
+}
+
+
+def kind_of(task: str) -> Optional[Kind]:
+  """The kind of a recorded task name (a GLUE task, NER, RACE, SQuAD v1.1 / v2.0,
+  pretraining), or None."""
+  task = str(task)
+  if task.lower() in glue.TASKS:
+    return KINDS["classification"]
+  if task.startswith("SQuAD"):
+    return KINDS["question_answering"]
+  return {"NER": KINDS["token_classification"], "RACE": KINDS["multiple_choice"],
+          "pretraining": KINDS["pretraining"]}.get(task)
+
+
+# ----------------------------------------------------------------------------- reading
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """A trained run's output directory, read back: what the run is and its best weights."""
+  path: str
+  record: dict
+  flag: str = "--model_dir"      # how the caller named the directory, for messages
+
+  @classmethod
+  def exists(cls, path: str) -> bool:
+    """Whether `path` is a run directory (holds a run record)."""
+    return os.path.isfile(os.path.join(path, RECORD))
+
+  @classmethod
+  def read(cls, path: str, flag: str = "--model_dir", kinds: Optional[List[str]] = None
+           ) -> "Run":
+    """Reads and checks the run in `path`; `kinds` (names in KINDS) are those the caller
+    can use. Every error names the flag, the directory or the file."""
+    where = f"{flag}={path}"
+    if not os.path.isdir(path):
+      raise FileNotFoundError(f"{where} is not a directory")
+    record_path = os.path.join(path, RECORD)
+    scripts = " or ".join(KINDS[k].script for k in (kinds or KINDS))
+    if not os.path.exists(record_path):
+      raise ValueError(f"{where} is not a {scripts} output directory (no {RECORD})")
+    with open(record_path, encoding="utf-8") as f:
+      try:
+        record = json.load(f)
+      except json.JSONDecodeError as e:
+        raise ValueError(f"{record_path}: not JSON ({e})") from None
+    run = cls(os.path.abspath(path), record, flag)
+    kind = kind_of(record.get("task"))
+    if kind is None or (kinds and kind.name not in kinds):
+      raise ValueError(f"{where} holds a {record.get('task')!r} run, not a {scripts} run")
+    if "model" not in record:
+      raise ValueError(f"{record_path} lacks the model's config: not written by albert_tf")
+    if kind.name == "token_classification" and not record.get("labels"):
+      raise ValueError(f"{record_path} lacks the tagger's labels")
+    if run.hub and not os.path.isdir(run.hub):
+      raise FileNotFoundError(f"the encoder SavedModel {where} was fine-tuned from, {run.hub} "
+                              f"(from its {RECORD}), is missing")
+    return run
+
+  # -- what the run is
+
+  @property
+  def task(self) -> str:
+    """The recorded task name: a GLUE task's, NER, RACE, SQuAD v1.1 / v2.0, pretraining."""
+    return str(self.record.get("task"))
+
+  @property
+  def kind(self) -> Kind:
+    return kind_of(self.task)
+
+  @property
+  def config(self) -> AlbertConfig:
+    return AlbertConfig.from_dict(self.record["model"])
+
+  @property
+  def hub(self) -> Optional[str]:
+    """The encoder SavedModel the run was fine-tuned from, if it was."""
+    return self.record.get("hub")
+
+  @property
+  def max_seq_length(self) -> Optional[int]:
+    value = self.record.get("max_seq_length")
+    return int(value) if value is not None else None
+
+  @property
+  def training(self) -> dict:
+    """The training flags the run was trained with ({} before any training)."""
+    return self.record.get("training") or {}
+
+  @property
+  def dropout(self) -> float:
+    return float(self.training.get("dropout_prob", 0.1))
+
+  @property
+  def glue_task(self) -> Optional[glue.GlueTask]:
+    return glue.get_task(self.task) if self.kind.name == "classification" else None
+
+  @property
+  def labels(self) -> Optional[List[str]]:
+    """Label names in id order (a classifier's, a tagger's tags), or None."""
+    if self.kind.name == "token_classification":
+      return list(self.record["labels"])
+    task = self.glue_task
+    if task is not None:
+      return list(task.labels) if task.labels else ["LABEL_0"]
+    return None
+
+  @property
+  def problem_type(self) -> Optional[str]:
+    """transformers' name of a classifier's problem."""
+    task = self.glue_task
+    if task is None:
+      return None
+    return "regression" if task.is_regression else "single_label_classification"
+
+  @property
+  def text_fields(self) -> List[str]:
+    """A serving signature's text inputs: GLUE's names for the task's text columns."""
+    task = self.glue_task
+    if task is None:
+      return ["sentence"]
+    pairs = any(s.text_b is not None for s in task.splits.values())
+    return ["sentence1", "sentence2"] if pairs else ["sentence"]
+
+  def vocabulary(self):
+    """(spm_model_file, vocab_file) the run recorded (one of them None)."""
+    return self.record.get("spm_model_file"), self.record.get("vocab_file")
+
+  def tokenizer(self, spm_model_file: Optional[str] = None,
+                vocab_file: Optional[str] = None) -> Optional[FullTokenizer]:
+    """The run's FullTokenizer (or one of the vocabulary given instead), checked against
+    the model's vocab_size; None when the run recorded none (pretraining)."""
+    given = bool(spm_model_file or vocab_file)
+    if not given:
+      spm_model_file, vocab_file = self.vocabulary()
+    path = spm_model_file or vocab_file
+    if not path:
+      return None
+    if not os.path.exists(path):
+      raise FileNotFoundError(f"the vocabulary of {self.flag}={self.path}, {path}"
+                              + ("" if given else f" (from its {RECORD})") + ", is missing")
+    tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
+                              do_lower_case=self.record.get("do_lower_case", True))
+    if not given and tokenizer.vocab_size != self.config.vocab_size:
+      raise ValueError(f"the vocabulary of {self.flag}={self.path}, {path}, has "
+                       f"{tokenizer.vocab_size} entries but its model's vocab_size is "
+                       f"{self.config.vocab_size}")
+    return tokenizer
+
+  # -- its weights
+
+  @property
+  def checkpoint(self) -> str:
+    """model.ckpt-best, else the latest checkpoint."""
+    best = os.path.join(self.path, BEST_PREFIX)
+    if tf.io.gfile.exists(best + ".index"):
+      return best
+    latest = tf.train.latest_checkpoint(self.path)
+    if not latest:
+      raise ValueError(f"{self.flag}={self.path} holds no checkpoint ({BEST_PREFIX} or "
+                       "another): train it first")
+    return latest
+
+  def best_step(self) -> Optional[int]:
+    return best_step(self.path)
+
+  def model(self, encoder=None):
+    """The task's model with the run's weights (`checkpoint`), over albert_tf's own
+    AlbertEncoder (a run fine-tuned from an encoder SavedModel is read over the SavedModel,
+    then copied into one); `encoder`: read into this one instead."""
+    kind, checkpoint = self.kind, self.checkpoint
+    if self.hub and encoder is None:
+      import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+      over_hub = kind.build(hub.KerasLayer(self.hub, trainable=True, name="albert_hub"), self)
+      _read(over_hub, checkpoint)
+      native = kind.build(AlbertEncoder(self.config), self)
+      encoder_variables = exported_encoder_variables(AlbertPretrainer(native.encoder))
+      pairs = list(zip(over_hub.encoder.variables, encoder_variables))
+      for name, item in over_hub.checkpoint_items.items():
+        if name != "encoder":
+          pairs += list(zip(item.variables, native.checkpoint_items[name].variables))
+      for source, target in pairs:
+        if source.shape != target.shape:
+          raise ValueError(f"the TF-Hub encoder's {source.name} {source.shape} does not fit "
+                           f"{target.name} {target.shape}")
+        target.assign(source)
+      return native
+    model = kind.build(encoder if encoder is not None else AlbertEncoder(self.config), self)
+    _read(model, checkpoint)
+    return model
+
+  def lite_module(self, seq_length: Optional[int] = None):
+    """The TFLite module of the run's model (`Kind.lite`), packing `seq_length` tokens
+    (default the run's)."""
+    if self.kind.lite is None:
+      raise ValueError(f"{self.flag}={self.path} holds a {self.task} run, which has no "
+                       "TFLite signature")
+    return self.kind.lite(self.model(), self, seq_length or self.max_seq_length)
+
+
+def _read(model, checkpoint: str) -> None:
+  """Reads `checkpoint` into `model`; every object the model has must be there."""
+  with reading_checkpoint(checkpoint):
+    status = tf.train.Checkpoint(**model.checkpoint_items).read(checkpoint)
+    try:
+      status.assert_existing_objects_matched()
+    except AssertionError as e:
+      raise ValueError(f"{checkpoint} does not match its {RECORD}: {e}") from None
+    status.expect_partial()
+
+
+def read_record(output_dir: str) -> dict:
+  """What an earlier run in `output_dir` recorded (its run_config.json), or {}."""
+  path = os.path.join(output_dir, RECORD)
+  if not os.path.exists(path):
+    return {}
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def best_step(output_dir: str) -> Optional[int]:
+  """The step of model.ckpt-best (best_trial.txt), or None before any."""
+  path = os.path.join(output_dir, BEST_TRIAL)
+  if not os.path.exists(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return int(f.readline().split("=")[1])
+
+
+# ----------------------------------------------------------------------------- writing
+
+def write_best_trial(output_dir: str, step: int, metric: str, value: float) -> None:
+  """Records which step model.ckpt-best holds, and its dev metric."""
+  with atomic_open(os.path.join(output_dir, BEST_TRIAL)) as f:
+    f.write(f"global_step = {step}\n{metric} = {value}\n")
+
+
+def write_labels(output_dir: str, labels: List[str]) -> None:
+  """labels.txt: the label names in id order, one per line."""
+  with atomic_open(os.path.join(output_dir, LABELS)) as f:
+    f.write("\n".join(labels) + "\n")
+
+
+def write_run(output_dir: str, record: dict, model=None) -> str:
+  """A run directory made outside a training script (tests, benchmarks, a model trained
+  by other means): `record` (task, model config, vocabulary, max_seq_length, ...) and,
+  given `model`, its weights as model.ckpt-best. Returns the directory."""
+  os.makedirs(output_dir, exist_ok=True)
+  if model is not None:
+    tf.train.Checkpoint(**model.checkpoint_items).write(os.path.join(output_dir, BEST_PREFIX))
+  write_json(os.path.join(output_dir, RECORD), record, indent=2, sort_keys=True)
+  return output_dir
+
+
+def training_settings(opts) -> Dict[str, object]:
+  """The values of `opts`' fields marked `training=` (the flags that shape training)."""
+  return {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)
+          if f.metadata.get("training")}
+
+
+def _may_grow(opts) -> List[str]:
+  return [f.name for f in dataclasses.fields(opts) if f.metadata.get("training") == "may grow"]
+
+
+def _holds_work(output_dir: str) -> bool:
+  """Whether `output_dir` holds checkpoints, logs or results (not only its record,
+  its lock and cached features, which a corrected rerun may replace or rebuild)."""
+  for name in os.listdir(output_dir):
+    if name in (RECORD, LOCK_NAME) or ".tf_record" in name or name.endswith(".jsonl"):
+      continue
+    return True
+  return False
+
+
+def claim(output_dir: str, record: dict, strategy=None, opts=None) -> None:
+  """Locks `output_dir` for this process and records what the run is in its
+  run_config.json; refuses a directory that holds another run, or (when `opts`
+  trains) the same run with other training flags than it was trained with: only
+  flags marked `training="may grow"` (the step count) may grow, to continue.
+
+  A directory with nothing but an earlier record (a run stopped by an input error
+  before training) is taken over. Only the chief of a multi-worker cluster claims.
+  """
+  if strategy is not None and not is_chief(strategy):
+    return
+  created = not os.path.isdir(output_dir)
+  lock_directory(output_dir)
+  try:
+    _claim(output_dir, record, opts)
+  except Exception:
+    unlock_directory(output_dir)
+    if created and not os.listdir(output_dir):
+      os.rmdir(output_dir)
+    raise
+
+
+def _claim(output_dir: str, record: dict, opts) -> None:
+  path = os.path.join(output_dir, RECORD)
+  record = json.loads(json.dumps(record, sort_keys=True))
+  training = json.loads(json.dumps(training_settings(opts))) if opts is not None and getattr(
+      opts, "do_train", False) else None
+  if not os.path.exists(path):
+    if any(name != LOCK_NAME for name in os.listdir(output_dir)):
+      raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
+                       "albert_tf run); use a new --output_dir")
+    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
+    return
+  previous = read_record(output_dir)
+  trained = previous.pop("training", None)
+  if previous != record:
+    changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+    if _holds_work(output_dir):
+      raise ValueError(f"--output_dir={output_dir} holds another run ({path} differs in: "
+                       f"{', '.join(changed)}); use a new --output_dir, or the same flags "
+                       "to resume")
+    print(f"Replacing the record of a run that never started in {output_dir} "
+          f"(it differed in: {', '.join(changed)})")
+    trained = None
+  if training is None:
+    training = trained
+  elif trained is not None and tf.train.latest_checkpoint(output_dir):
+    grow = _may_grow(opts)
+    changed = [k for k in sorted(set(trained) | set(training)) if trained.get(k) != training.get(k)
+               and not (k in grow and trained.get(k) is not None
+                        and training.get(k) is not None and training[k] >= trained[k])]
+    if changed:
+      raise ValueError(
+          f"--output_dir={output_dir} was trained with other flags: "
+          + "; ".join(f"--{k}={trained.get(k)} then, --{k}={training.get(k)} now" for k in changed)
+          + ". Resume with the same flags (" + ", ".join(f"--{k}" for k in grow)
+          + " may grow), or use a new --output_dir")
+  if dict(record, training=training) != dict(previous, training=trained):
+    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
