@@ -232,10 +232,8 @@ class Run:
                               + ("" if given else f" (from its {RECORD})") + ", is missing")
     tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                               do_lower_case=self.record.get("do_lower_case", True))
-    if not given and tokenizer.vocab_size != self.config.vocab_size:
-      raise ValueError(f"the vocabulary of {self.flag}={self.path}, {path}, has "
-                       f"{tokenizer.vocab_size} entries but its model's vocab_size is "
-                       f"{self.config.vocab_size}")
+    if not given:
+      tokenizer.check_fits(self.config.vocab_size, f"{self.flag}={self.path}")
     return tokenizer
 
   # -- its weights

@@ -309,7 +309,7 @@ def test_a_killed_exports_temporaries_are_removed_by_the_next(tmp_path):
     ("none", FileExistsError, "is not empty; pass --overwrite"),
     ("checkpoint", ValueError, "cannot read checkpoint .*model.ckpt-best"),
     ("config", ValueError, "albert_config.json: not valid JSON"),
-    ("vocab_size", ValueError, "has 1500 pieces but .* says vocab_size=1400"),
+    ("vocab_size", ValueError, "has 1500 pieces but the model.s vocab_size is 1400"),
     ("no_checkpoint", FileNotFoundError, "no checkpoint at"),
     ("no_spm", FileNotFoundError, "cannot read SentencePiece model"),
     ("native_mismatch", ValueError, "does not match the model"),

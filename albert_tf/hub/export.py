@@ -508,16 +508,14 @@ def export_from_sources(export_path: Optional[str] = None,
                "with it")
     logging.warning(message)
     print(f"Warning: {message}")
-  vocab_size = None
+  tokenizer = None
   if spm_model_file or vocab_file:
-    vocab_size = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                               spm_model_file=spm_model_file).vocab_size
+    tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                              spm_model_file=spm_model_file)
   written = {}
   if export_path:
-    if vocab_size is not None and vocab_size != config.vocab_size:
-      raise ValueError(f"the vocabulary {spm_model_file or vocab_file} has {vocab_size} "
-                       f"{'pieces' if spm_model_file else 'entries'} but "
-                       f"{config_source} says vocab_size={config.vocab_size}")
+    if tokenizer is not None:
+      tokenizer.check_fits(config.vocab_size, config_source)
     dtype = precision.resolve(dtype, precision.probe_shape(config, default_seq_length))
     with compute_dtype(dtype):
       model = AlbertPretrainer(config)

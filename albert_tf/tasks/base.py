@@ -221,12 +221,8 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")
   tokenizer = _tokenizer(opts, opts.albert_hub_module_handle, hub_module, found)
-  if tokenizer.vocab_size != config.vocab_size:
-    flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
-    unit = "pieces" if tokenizer.spm_model_file else "entries"
-    raise ValueError(f"the vocabulary {tokenizer.vocabulary_file} has {tokenizer.vocab_size} "
-                     f"{unit} but the model's vocab_size is {config.vocab_size}; pass the "
-                     f"model's own vocabulary as {flag}")
+  flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
+  tokenizer.check_fits(config.vocab_size, hint=f"pass the model's own vocabulary as {flag}")
   if max_seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={max_seq_length} exceeds the model's "
                      f"max_position_embeddings={config.max_position_embeddings}")

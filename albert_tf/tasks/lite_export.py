@@ -56,15 +56,11 @@ def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
   source = resolve(hub_module or albert_directory, flag)
   found = read_model_directory(source, flag)
   found.require_vocabulary("a directory with one")
-  vocabulary = found.spm_model_file or found.vocab_file
   config = found.config
   tokenizer = FullTokenizer(vocab_file=found.vocab_file, spm_model_file=found.spm_model_file,
                             do_lower_case=True if found.do_lower_case is None
                             else found.do_lower_case)
-  if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"{vocabulary} has {tokenizer.vocab_size} entries but the config of "
-                     f"{flag}={hub_module or albert_directory} says vocab_size="
-                     f"{config.vocab_size}")
+  tokenizer.check_fits(config.vocab_size, f"{flag}={hub_module or albert_directory}")
   pretrainer = AlbertPretrainer(config)  # the checkpoint holds the pretraining heads too
   load_checkpoint(pretrainer, found.checkpoint)
   return pretrainer.encoder, tokenizer, config

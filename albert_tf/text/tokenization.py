@@ -195,6 +195,17 @@ class FullTokenizer:
     """The file the ids come from: the SentencePiece model or the WordPiece vocabulary."""
     return self.spm_model_file or self.vocab_file
 
+  def check_fits(self, vocab_size: int, model: str = "", hint: str = "") -> None:
+    """Raises a ValueError naming both sides unless the vocabulary has the model's
+    `vocab_size` ids (the one check every command that pairs a vocabulary with a model
+    makes); `model` says where the model's config is, `hint` what to do."""
+    if self.vocab_size == vocab_size:
+      return
+    unit = "pieces" if self.spm_model_file else "entries"
+    raise ValueError(f"the vocabulary {self.vocabulary_file} has {self.vocab_size} {unit} but "
+                     f"the model's vocab_size is {vocab_size}"
+                     + (f" ({model})" if model else "") + (f"; {hint}" if hint else ""))
+
   def special_id(self, token: str) -> int:
     """The id of special token `token`; a ValueError naming the vocabulary when it lacks
     it. Tokenizing needs none of them (the original's tokenization_test vocabulary has
