@@ -7,17 +7,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Test processes run side by side (pytest-xdist), each test file on one of them, so that
 # a file's shared fixtures are built once; `make test WORKERS=1` runs them one by one.
-# Three on two cores: the tests wait on subprocesses and files part of the time
-# (measured: 605 s with 3, 692 s with 2, 1,324 s with 1; docs/testing.md).
+# Three on two cores: the tests wait on subprocesses and files part of the time, which a
+# third process fills (docs/testing.md has the times with 1, 2 and 3).
 WORKERS ?= 3
 # --no-loadscope-reorder: files are handed out in tests/conftest.py's order (the longest
-# first), not pytest-xdist's default of the most tests first, which left the 55 s demo
-# test to start last (one process 566 s of tests, another 497 s: 585 s against ~545 s).
+# first), not pytest-xdist's default of the most tests first, which can leave a long file
+# to start last while the other processes sit idle.
 PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 # albert_tf's bytecode is cached (in __pycache__/, which git ignores), even where the
 # environment turns caching off: the ~60 Python processes a test run starts then each skip
-# compiling albert_tf's modules (import 3.6 -> 3.3 CPU-s; docs/testing.md).
+# compiling albert_tf's modules.
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: test test-fast demo bench venv clean

@@ -17,7 +17,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Ke
 from absl import app
 
 from albert_tf import cli
-from albert_tf.tasks import convert
+from albert_tf.commands import convert
 
 cli.define_flags(convert.ConvertOptions)
 

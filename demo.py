@@ -50,9 +50,9 @@ COMMANDS = {
     "create_vocab.py": ("albert_tf.text.vocab", "VocabOptions", "run"),
     "create_pretraining_data.py": ("albert_tf.data.creation", "CreationOptions", "create"),
     "run_pretraining.py": ("albert_tf.tasks.pretraining", "PretrainingOptions", "run"),
-    "hub_export/export.py": ("albert_tf.hub.export", "ExportOptions", "run"),
+    "hub_export/export.py": ("albert_tf.commands.export_tf_hub", "ExportOptions", "run"),
     "run_classifier.py": ("albert_tf.tasks.classification", "ClassifierOptions", "run"),
-    "hub_export/export_tflite.py": ("albert_tf.tasks.lite_export", "TFLiteOptions", "run"),
+    "hub_export/export_tflite.py": ("albert_tf.commands.export_tflite", "TFLiteOptions", "run"),
 }
 
 
@@ -74,8 +74,8 @@ def _run(step: str, script: str, **flag_values) -> float:
 def _classify_on_device(tflite_file: str, glue_dir: str) -> None:
   """Classifies a positive and a negative dev pair with the TFLite file (LiteRT)."""
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  from albert_tf.hub import tflite  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks.lite_export import example_inputs  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import tflite  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands.export_tflite import example_inputs  # pylint: disable=g-import-not-at-top
   dev = glue.read_examples(glue_dir, glue.get_task("MRPC"), "dev")
   pairs = [next(e for e in dev if e.label == label) for label in ("1", "0")]
   runner = tflite.load_interpreter(model_path=tflite_file).get_signature_runner()

@@ -2,9 +2,10 @@
 
 The folders say what a module may import: `modeling/`, `text/` and `training/`
 stand alone (but for the `files` and `cli` helpers), `data/` builds on `text/`,
-`formats/` (every model layout, one module each) on `modeling/` and `text/`, `hub/` on
-`formats/`, and `tasks/` puts them together for the
-entry scripts.
+`formats/` (every model layout, one module each) on `modeling/` and `text/`, `export/`
+(every export target, one module each) on `formats/`, `runs.py` (the one owner of a
+trained run's directory) on those, `tasks/` (the training tasks) on `runs.py`, and
+`commands/` (convert and the exporters' commands) beside the tasks.
 """
 
 from albert_tf.modeling.config import AlbertConfig, PRESETS

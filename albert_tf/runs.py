@@ -59,13 +59,13 @@ class Kind:
 
 
 def _lite_classifier(model, run: "Run", seq_length: int):
-  from albert_tf.hub.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
   return LiteClassifier(model, run.tokenizer(), seq_length, run.text_fields,
                         run.glue_task.is_regression)
 
 
 def _lite_tagger(model, run: "Run", seq_length: int):
-  from albert_tf.hub.tflite import LiteTagger  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tflite import LiteTagger  # pylint: disable=g-import-not-at-top
   return LiteTagger(model, run.tokenizer(), seq_length)
 
 

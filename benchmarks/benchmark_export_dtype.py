@@ -60,7 +60,7 @@ def main(_):
     return
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf import AlbertPretrainer  # pylint: disable=g-import-not-at-top
-  from albert_tf.hub import export  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import export_tf_hub as export  # pylint: disable=g-import-not-at-top
   config = common.preset_config(FLAGS.preset)
   tmp = tempfile.mkdtemp(prefix="albert_tf_export_dtype_")
   config_file = os.path.join(tmp, "albert_config.json")

@@ -135,7 +135,7 @@ def prepare(work: str, paths, seqs) -> dict:
   for seq in seqs:
     if "text_saved_model" in wanted and not os.path.exists(files[f"text_saved_model_{seq}"]):
       # What run_classifier.py --export_dir writes at the end of training.
-      from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
+      from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
       from albert_tf import runs  # pylint: disable=g-import-not-at-top
       classifier = runs.Run.read(files["run"])
       export_classifier(classifier.model(), files[f"text_saved_model_{seq}"],
@@ -230,7 +230,7 @@ def _ids_call(path: str, files: dict):
     return make
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if path == "tf_function":
-    from albert_tf.tasks import convert  # pylint: disable=g-import-not-at-top
+    from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
     encoder = convert.read_source(files["run"]).model.encoder
     serve = tf.function(lambda x: encoder(x, training=False))
     def make(seq):
@@ -249,7 +249,7 @@ def _text_call(path: str, files: dict):
   """seq -> a function of no arguments that classifies one raw sentence pair."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   if path.startswith("tflite"):
-    from albert_tf.hub import tflite  # pylint: disable=g-import-not-at-top
+    from albert_tf.export import tflite  # pylint: disable=g-import-not-at-top
     def make(seq):
       runner = tflite.load_interpreter(model_path=files[f"{path}_{seq}"],
                                        num_threads=os.cpu_count()).get_signature_runner()

@@ -47,7 +47,7 @@ VARIANTS = ("none", "float16", "dynamic_int8", "int8")
 
 
 def _saved_model(run, seq_length: int, path: str) -> None:
-  from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
   export_classifier(run.model(), path, run.tokenizer(), seq_length, run.labels,
                     pairs=run.text_fields == ["sentence1", "sentence2"])
 
@@ -66,7 +66,7 @@ def _time_worker(path: str, threads: int) -> float:
     names = set(serve.structured_input_signature[1])
     call = lambda: serve(**{k: tf.constant([v]) for k, v in texts.items() if k in names})
   else:
-    from albert_tf.hub import tflite  # pylint: disable=g-import-not-at-top
+    from albert_tf.export import tflite  # pylint: disable=g-import-not-at-top
     runner = tflite.load_interpreter(model_path=path, num_threads=threads).get_signature_runner()
     names = set(runner.get_input_details())
     inputs = {k: np.array([v.encode()], dtype=object) for k, v in texts.items() if k in names}
@@ -87,8 +87,8 @@ def _accuracy(path: str, saved_path: str, run, data_dir: str, limit: int) -> tup
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  from albert_tf.hub import tflite  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks.lite_export import example_inputs  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import tflite  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands.export_tflite import example_inputs  # pylint: disable=g-import-not-at-top
   dev = glue.read_examples(data_dir, run.task, "dev")[:limit]
   labels = np.array([glue.label_id(run.task, e.label) for e in dev])
   saved = tf.saved_model.load(saved_path).signatures["serving_default"]
@@ -110,7 +110,7 @@ def main(_):
     print(json.dumps(_time_worker(FLAGS.worker, FLAGS.worker_threads)))
     return
   from albert_tf import runs  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import lite_export  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import export_tflite  # pylint: disable=g-import-not-at-top
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="tflite_bench_")
   os.makedirs(work, exist_ok=True)
   model_dir, data_dir = FLAGS.model_dir, FLAGS.data_dir
@@ -126,7 +126,7 @@ def main(_):
   for q in VARIANTS:
     paths[q] = os.path.join(work, f"{q}.tflite")
     if not os.path.exists(paths[q]):
-      lite_export.run(lite_export.TFLiteOptions(model_dir=model_dir, output_file=paths[q], quantization=q,
+      export_tflite.run(export_tflite.TFLiteOptions(model_dir=model_dir, output_file=paths[q], quantization=q,
                                       max_seq_length=seq, data_dir=data_dir))
   latency = {(k, t): [] for k in paths for t in FLAGS.threads}
   for _ in range(FLAGS.rounds):

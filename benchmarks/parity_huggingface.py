@@ -164,7 +164,7 @@ def albert_tf_to_transformers(torch, transformers, tmp):
 
 def classifier_run(torch, transformers, run_dir, data_dir, tmp, count):
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import convert  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
   out = os.path.join(tmp, "hf_run")
   subprocess.run([sys.executable, os.path.join(ROOT, "convert_checkpoint.py"),
                   f"--input={run_dir}", "--output_format=hf", f"--output_dir={out}"], check=True)

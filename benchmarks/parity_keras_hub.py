@@ -22,7 +22,7 @@ from absl import app, flags
 import numpy as np
 
 from albert_tf import AlbertEncoder, formats, load_checkpoint
-from albert_tf.tasks import convert
+from albert_tf.commands import convert
 
 flags.DEFINE_string("release", None, "A released-layout directory.")
 flags.DEFINE_string("classifier_run", None, "A run_classifier.py --output_dir.")

@@ -78,7 +78,7 @@ def main():
 
 
   import tensorflow_hub as hub
-  from albert_tf.hub import export
+  from albert_tf.export import tf_hub as export
   print("TF-Hub SavedModel through hub.KerasLayer vs in-process model, max |diff|:")
   for i, (name, cfg, batch, seq) in enumerate((("grouped: L=5, G=2, inner=2", GROUPED, 3, 11),
                                 ("full sharing", TINY, 3, 11),

@@ -21,13 +21,13 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Ke
 from absl import app
 
 from albert_tf import cli
-from albert_tf.hub import export
+from albert_tf.commands import export_tf_hub
 
-cli.define_flags(export.ExportOptions, original=export.ORIGINAL_FLAGS)
+cli.define_flags(export_tf_hub.ExportOptions, original=export_tf_hub.ORIGINAL_FLAGS)
 
 
 def main(argv):
-  cli.run_with_flags(argv, export.ExportOptions, export.run)
+  cli.run_with_flags(argv, export_tf_hub.ExportOptions, export_tf_hub.run)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Ke
 from absl import app
 
 from albert_tf import cli
-from albert_tf.tasks import onnx_export
+from albert_tf.commands import export_onnx
 
-cli.define_flags(onnx_export.OnnxOptions)
+cli.define_flags(export_onnx.OnnxOptions)
 
 
 def main(argv):
-  cli.run_with_flags(argv, onnx_export.OnnxOptions, onnx_export.run)
+  cli.run_with_flags(argv, export_onnx.OnnxOptions, export_onnx.run)
 
 
 if __name__ == "__main__":

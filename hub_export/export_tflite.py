@@ -31,13 +31,13 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Ke
 from absl import app
 
 from albert_tf import cli
-from albert_tf.tasks import lite_export
+from albert_tf.commands import export_tflite
 
-cli.define_flags(lite_export.TFLiteOptions)
+cli.define_flags(export_tflite.TFLiteOptions)
 
 
 def main(argv):
-  cli.run_with_flags(argv, lite_export.TFLiteOptions, lite_export.run)
+  cli.run_with_flags(argv, export_tflite.TFLiteOptions, export_tflite.run)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 if os.environ.get("PYTEST_XDIST_WORKER"):
   # `make test` runs two test processes on the machine's two cores: one intra-op thread
   # each (and in the scripts they start), or their thread pools contend for both cores
-  # and a test takes ~1.5x as long as alone (measured: 984 s against 890 s in all).
+  # and a test takes ~1.5x as long as alone (docs/testing.md).
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 import pytest

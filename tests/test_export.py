@@ -15,7 +15,8 @@ import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertPretrainer, load_original_checkpoint, packing
 from albert_tf.formats import tf_hub as loading
-from albert_tf.hub import export
+from albert_tf.commands import export_tf_hub as command
+from albert_tf.export import tf_hub as export
 from albert_tf.text.tokenization import FullTokenizer
 import original_albert
 from common import BYTES, CORPUS, GROUPED, TINY, assert_close, encoder_inputs, random_inputs
@@ -53,7 +54,7 @@ def released(request, tmp_path_factory, spm_model):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"encoder SavedModel: {root / 'encoder'}" in result.stdout
   else:
-    export.export_from_sources(str(root / "encoder"), albert_directory=str(root / "albert"))
+    command.export_from_sources(str(root / "encoder"), albert_directory=str(root / "albert"))
   model = AlbertPretrainer(cfg)
   load_original_checkpoint(model, str(root / "albert" / "model.ckpt-best"))
   return types.SimpleNamespace(cfg=cfg, encoder=str(root / "encoder"), model=model,
@@ -64,7 +65,7 @@ def released(request, tmp_path_factory, spm_model):
 def preprocess(tmp_path_factory, spm_model):
   """The preprocessor SavedModel of the test vocabulary, default_seq_length=16."""
   path = str(tmp_path_factory.mktemp("preprocess") / "preprocess")
-  return export.export_from_sources(export_preprocessing_path=path, spm_model_file=spm_model,
+  return command.export_from_sources(export_preprocessing_path=path, spm_model_file=spm_model,
                                     default_seq_length=16)["preprocessor"]
 
 
@@ -338,7 +339,7 @@ def test_export_errors_leave_target_untouched(tmp_path, spm_model, damage, error
     kwargs["init_checkpoint"] = tf.train.Checkpoint(**other.checkpoint_items).write(
         str(tmp_path / "native" / "ckpt"))
   with pytest.raises(error, match=message):
-    export.export_from_sources(str(target), str(tmp_path / "pre"), **kwargs)
+    command.export_from_sources(str(target), str(tmp_path / "pre"), **kwargs)
   assert sorted(os.listdir(target)) == ["keep.txt", "saved_model.pb"]
   assert sorted(p for p in os.listdir(tmp_path) if p != "native") == ["albert", "hub"]
 
@@ -361,7 +362,7 @@ def test_export_from_native_checkpoint(tmp_path, spm_model):
     w.assign(w + tf.random.normal(w.shape, stddev=0.1))
   prefix = tf.train.Checkpoint(**model.checkpoint_items).write(str(tmp_path / "native" / "ckpt"))
   AlbertConfig.from_dict(cfg).to_json_file(str(tmp_path / "albert_config.json"))
-  export.export_from_sources(str(tmp_path / "hub"), albert_config_file=str(tmp_path / "albert_config.json"),
+  command.export_from_sources(str(tmp_path / "hub"), albert_config_file=str(tmp_path / "albert_config.json"),
                              init_checkpoint=prefix, spm_model_file=spm_model)
   x = random_inputs(cfg)
   loaded = hub.load(str(tmp_path / "hub"))
@@ -372,7 +373,7 @@ def test_the_preprocessor_packs_no_more_than_the_encoder_takes(tmp_path, spm_mod
   """TINY has 24 positions: the preprocessor's default length follows, a longer one is
   refused, and the encoder SavedModel names the limit when called with too long a batch."""
   write_released_layout(tmp_path / "albert", dict(TINY, vocab_size=1500), spm_model)
-  written = export.export_from_sources(str(tmp_path / "encoder"), str(tmp_path / "pre"),
+  written = command.export_from_sources(str(tmp_path / "encoder"), str(tmp_path / "pre"),
                                        albert_directory=str(tmp_path / "albert"))
   pre = hub.load(written["preprocessor"])
   packed = pre.bert_pack_inputs([pre.tokenize(tf.constant(["a long sentence " * 20]))])
@@ -384,7 +385,7 @@ def test_the_preprocessor_packs_no_more_than_the_encoder_takes(tmp_path, spm_mod
     encoder(too_long)
   with pytest.raises(ValueError, match="--default_seq_length=25 exceeds the model's "
                                        "max_position_embeddings=24"):
-    export.export_from_sources(export_preprocessing_path=str(tmp_path / "pre2"),
+    command.export_from_sources(export_preprocessing_path=str(tmp_path / "pre2"),
                                albert_directory=str(tmp_path / "albert"), default_seq_length=25)
   assert not (tmp_path / "pre2").exists()
 
@@ -393,7 +394,7 @@ def test_an_encoder_without_vocabulary_warns_and_from_tf_hub_says_so(tmp_path, s
                                                                       capsys):
   from albert_tf.tasks.base import ModelOptions, resolve_model_source  # pylint: disable=import-outside-toplevel
   write_released_layout(tmp_path / "albert", dict(TINY, vocab_size=1500), spm_model)
-  export.export_from_sources(str(tmp_path / "encoder"),
+  command.export_from_sources(str(tmp_path / "encoder"),
                              albert_config_file=str(tmp_path / "albert" / "albert_config.json"),
                              init_checkpoint=str(tmp_path / "albert" / "model.ckpt-best"))
   assert "without a vocabulary (no --spm_model_file)" in capsys.readouterr().out
@@ -410,7 +411,7 @@ def test_a_bfloat16_encoder_export_computes_in_bfloat16_with_float32_outputs(rel
   float32 export's by bfloat16 rounding: more than 1e-4, within 0.1 of outputs of
   scale ~1), and the global Keras policy is left as it was."""
   target = tmp_path / "encoder_bf16"
-  export.export_from_sources(
+  command.export_from_sources(
       str(target), albert_directory=str(pathlib.Path(released.encoder).parent / "albert"),
       dtype="bfloat16")
   bf16 = hub.load(str(target))
@@ -441,7 +442,7 @@ def test_keras3_recipe_raw_text_to_a_fine_tuned_head(released, preprocess):
   (whose slot names Keras 3 builds from the variables' names) changes every encoder
   weight, the SavedModel's own variables included."""
   import keras  # pylint: disable=import-outside-toplevel
-  from albert_tf.hub.keras3 import (  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.keras3 import (  # pylint: disable=import-outside-toplevel
       AlbertEncoderLayer, AlbertPreprocessorLayer)
   assert keras.__version__.startswith("3.")
   first = tf.constant(["The cat sat on the mat.", "He left early.", "Is it sunny?"] * 2)

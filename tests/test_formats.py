@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer,
                        formats, load_checkpoint)
-from albert_tf.tasks import convert
+from albert_tf.commands import convert
 import original_albert
 from common import (GROUPED, TINY, assert_close, encoder_inputs, export_tf_models_module,
                     random_inputs)
@@ -146,14 +146,14 @@ def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(mod
 
 
 def test_a_tf_models_module_exports_to_tf_hub_and_tflite_s_encoder(modules, tmp_path):
-  from albert_tf.hub import export  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import lite_export  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import export_tf_hub as export  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import export_tflite  # pylint: disable=g-import-not-at-top
   written = export.export_from_sources(str(tmp_path / "enc"), str(tmp_path / "pre"),
                                        albert_directory=modules["mlm"])
   inputs = encoder_inputs(random_inputs(CFG))
   theirs = tf.saved_model.load(modules["mlm"])(inputs)["pooled_output"]
   assert_close(tf.saved_model.load(written["encoder"])(inputs)["pooled_output"], theirs, 1e-5)
-  encoder, tokenizer, config = lite_export.read_encoder(None, modules["mlm"])
+  encoder, tokenizer, config = export_tflite.read_encoder(None, modules["mlm"])
   assert config.num_hidden_layers == CFG["num_hidden_layers"] and tokenizer.do_lower_case
   assert_close(encoder(inputs)["pooled_output"], theirs, 1e-5)
 

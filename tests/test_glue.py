@@ -24,8 +24,8 @@ from albert_tf.training import metrics
 from albert_tf.training import trainer as training
 from albert_tf.data import glue, records
 from albert_tf.files import WriteFailed
-from albert_tf.hub import export as export_module
-from albert_tf.hub.export import export_from_sources
+from albert_tf.export import serving as export_module
+from albert_tf.commands.export_tf_hub import export_from_sources
 from albert_tf.text.preprocessing import AlbertTokenizer
 from common import assert_close, read_results, split_logits_by_bucketing
 

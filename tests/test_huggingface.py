@@ -22,7 +22,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, runs
 from albert_tf.formats import huggingface
-from albert_tf.tasks import convert
+from albert_tf.commands import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
 import original_albert
 from common import GROUPED, TINY, assert_close, encoder_inputs, random_inputs, write_wordpiece_vocab
@@ -461,7 +461,7 @@ def test_a_run_fine_tuned_from_a_tf_hub_export_converts_too(tmp_path, spm_model)
   """make demo fine-tunes from its TF-Hub export: such a run's weights (under the export's
   variables) go to a Hugging Face directory with the same outputs."""
   import tensorflow_hub as hub  # pylint: disable=import-outside-toplevel
-  from albert_tf.hub import export  # pylint: disable=import-outside-toplevel
+  from albert_tf.export import tf_hub as export  # pylint: disable=import-outside-toplevel
   cfg = dict(TINY, vocab_size=1500)
   pretrainer = AlbertPretrainer(cfg)
   export.export_encoder(pretrainer, str(tmp_path / "hub"), spm_model_file=spm_model)

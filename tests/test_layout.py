@@ -23,10 +23,14 @@ ALLOWED = {
     "data": {"text", "files", "cli", "progress"},
     "training": {"modeling", "files", "progress"},
     "formats": {"modeling", "text", "files"},
-    "hub": {"formats", "modeling", "text", "data", "cli", "files"},
+    "export": {"formats", "modeling", "text", "data", "cli", "files"},
     # The owner of a trained run's record: below the tasks that write it, above what it
     # rebuilds a run's model from.
-    "runs.py": {"modeling", "text", "data", "formats", "hub", "training", "files", "cli"},
+    "runs.py": {"modeling", "text", "data", "formats", "export", "training", "files", "cli"},
+    # The commands that are not training tasks read runs and models and write exports; no
+    # training task is theirs to import, nor they a task's.
+    "commands": {"runs", "export", "formats", "modeling", "text", "data", "training", "files",
+                 "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),
     "progress.py": set(),

@@ -13,7 +13,7 @@ from seqeval import metrics as seqeval_metrics
 
 from albert_tf import AlbertConfig, AlbertTokenClassifier, build_hf_model, runs
 from albert_tf.data import ner
-from albert_tf.tasks import convert, lite_export
+from albert_tf.commands import convert, export_tflite
 from albert_tf.tasks import token_classification as ner_task
 from common import NER_CFG as CFG, assert_close, read_results, write_conll, write_wordpiece_vocab
 
@@ -142,8 +142,8 @@ def check_lite_tags(run_dir, path, sentences, predicted, seq_length, joiner=" ")
   """export_tflite.py on the run: the raw sentence (SentencePiece) or the task's packed
   pieces (WordPiece) in, the task's pieces (each word's in turn) and the task's tag at each
   word's first piece out."""
-  from albert_tf.hub.tflite import load_interpreter  # pylint: disable=g-import-not-at-top
-  result = lite_export.run(lite_export.TFLiteOptions(model_dir=str(run_dir),
+  from albert_tf.export.tflite import load_interpreter  # pylint: disable=g-import-not-at-top
+  result = export_tflite.run(export_tflite.TFLiteOptions(model_dir=str(run_dir),
                                                      output_file=str(path), quantization="none"))
   assert result["tflite"]["size_mb"] > 0
   tokenizer = runs.Run.read(str(run_dir)).tokenizer()
@@ -314,10 +314,10 @@ def test_int8_calibration_reads_the_training_sentences(files):
 
   train = {" ".join(s.words) for s in ner.read_sentences(os.path.join(files["data"],
                                                                       "train.txt"))}
-  drawn = lite_export.representative_examples(files["data"], None, Module(), count=20)
+  drawn = export_tflite.representative_examples(files["data"], None, Module(), count=20)
   assert len(drawn) == 20 and all(len(d) == 1 and d[0] in train for d in drawn)
   assert len({d[0] for d in drawn}) > 10
-  assert drawn == lite_export.representative_examples(files["data"], None, Module(), count=20)
+  assert drawn == export_tflite.representative_examples(files["data"], None, Module(), count=20)
 
 
 def _train_log(output_dir):

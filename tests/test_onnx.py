@@ -14,7 +14,7 @@ import sentencepiece as spm
 
 from albert_tf import (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswerer,
                        AlbertConfig, AlbertTokenClassifier)
-from albert_tf.tasks import onnx_export
+from albert_tf.commands import export_onnx
 from common import (GROUPED, assert_close, encoder_inputs, random_inputs, write_classifier_run,
                     write_release)
 
@@ -28,7 +28,7 @@ def _session(path):
 
 def _export(tmp_path, name, **flags):
   out = str(tmp_path / "onnx" / name)
-  onnx_export.run(onnx_export.OnnxOptions(output_file=out, **flags))
+  export_onnx.run(export_onnx.OnnxOptions(output_file=out, **flags))
   return out
 
 
@@ -140,10 +140,10 @@ def test_errors_name_the_flag_and_leave_files_alone(classifier_run, tmp_path):
   assert done.returncode == 1 and "Traceback" not in done.stderr
   assert "--output_file" in done.stderr and "--overwrite" in done.stderr
   with pytest.raises(FileExistsError, match="is another vocabulary"):
-    onnx_export.run(onnx_export.OnnxOptions(model_dir=str(run), output_file=str(target),
+    export_onnx.run(export_onnx.OnnxOptions(model_dir=str(run), output_file=str(target),
                                             overwrite=True))
   assert target.read_bytes() == b"mine"
   assert (target.parent / "spiece.model").read_bytes() == b"another vocabulary"
   assert sorted(os.listdir(target.parent)) == ["model.onnx", "spiece.model"]
   with pytest.raises(ValueError, match="exactly one of --model_dir"):
-    onnx_export.run(onnx_export.OnnxOptions(output_file=str(tmp_path / "x.onnx")))
+    export_onnx.run(export_onnx.OnnxOptions(output_file=str(tmp_path / "x.onnx")))

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertTokenClassifier
-from albert_tf.hub import export, tagger
-from albert_tf.tasks import convert, lite_export, onnx_export
+from albert_tf.export import serving, tagger, tf_hub
+from albert_tf.commands import convert, export_tflite, export_onnx
 from albert_tf.text.tokenization import FullTokenizer
 from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
 
@@ -54,30 +54,30 @@ def paths(tmp_path_factory, spm_model):
   root = tmp_path_factory.mktemp("readme")
   cfg = dict(TINY, vocab_size=1500, max_position_embeddings=128)
   pretrainer = write_release(str(root / "albert_base"), cfg, spm_model)
-  export.export_encoder(pretrainer, str(root / "hub" / "albert_base"), spm_model_file=spm_model)
-  export.export_preprocessor(spm_model, str(root / "hub" / "albert_preprocess"),
+  tf_hub.export_encoder(pretrainer, str(root / "hub" / "albert_base"), spm_model_file=spm_model)
+  tf_hub.export_preprocessor(spm_model, str(root / "hub" / "albert_preprocess"),
                              default_seq_length=128)
   zh = root / "albert_base_zh"
   zh.mkdir()
   write_wordpiece_vocab(zh / "vocab_chinese.txt", ["2008年北京奥运会, Michael Phelps!"])
   classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), num_classes=2)
-  export.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
+  serving.export_classifier(classifier, str(root / "out" / "MRPC" / "serving"),
                            FullTokenizer(spm_model_file=spm_model), 32, ("0", "1"))
   tagger.export_tagger(AlbertTokenClassifier(AlbertEncoder(AlbertConfig.from_dict(cfg)), 3),
                        str(root / "out" / "conll2003" / "serving"),
                        FullTokenizer(spm_model_file=spm_model), 32, 8,
                        ["O", "B-PER", "I-PER"], "IOB2", per_character=False)
   run = write_classifier_run(root / "mrpc_run", classifier, cfg, 32, spm_model_file=spm_model)
-  lite_export.run(lite_export.TFLiteOptions(model_dir=run, output_file=str(root / "mrpc.tflite")))
+  export_tflite.run(export_tflite.TFLiteOptions(model_dir=run, output_file=str(root / "mrpc.tflite")))
   zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
   zh_cfg = dict(cfg, vocab_size=zh_tokenizer.vocab_size)
   zh_classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(zh_cfg)), num_classes=2)
   zh_run = write_classifier_run(root / "zh_run", zh_classifier, zh_cfg, 32,
                                 vocab_file=str(zh / "vocab_chinese.txt"))
-  lite_export.run(lite_export.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
+  export_tflite.run(export_tflite.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
   convert.run(convert.ConvertOptions(input=str(root / "albert_base"), output_format="hf",
                                      output_dir=str(root / "albert-base-v2")))
-  onnx_export.run(onnx_export.OnnxOptions(model_dir=run, output_file=str(root / "onnx" /
+  export_onnx.run(export_onnx.OnnxOptions(model_dir=run, output_file=str(root / "onnx" /
                                                                           "mrpc.onnx")))
   return root
 

@@ -185,7 +185,7 @@ def test_every_writer_turns_a_full_disk_into_one_line_and_leaves_no_temporary(tm
         fail(f)
   else:
     from albert_tf import AlbertPretrainer  # pylint: disable=import-outside-toplevel
-    from albert_tf.hub import export  # pylint: disable=import-outside-toplevel
+    from albert_tf.export import tf_hub as export  # pylint: disable=import-outside-toplevel
     from common import TINY  # pylint: disable=import-outside-toplevel
     with mock.patch.object(tf.saved_model, "save", _no_space), \
         pytest.raises(files.WriteFailed, match=f"cannot write {target}: No space left"):

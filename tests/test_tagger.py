@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.data import ner
-from albert_tf.hub import tagger
+from albert_tf.export import tagger
 from albert_tf.text.preprocessing import word_spans
 
 

@@ -13,12 +13,12 @@ import tensorflow as tf
 from ai_edge_litert.interpreter import InterpreterWithCustomOps
 from albert_tf import AlbertConfig, AlbertPretrainer, runs, save_original_checkpoint
 from albert_tf.data import glue
-from albert_tf.hub import tflite
-from albert_tf.hub.export import export_classifier
+from albert_tf.export import tflite
+from albert_tf.export.serving import export_classifier
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks import classification as classifier
-from albert_tf.tasks import lite_export
+from albert_tf.commands import export_tflite
 from albert_tf.text import lite, packing, tokenization
 from common import CORPUS, assert_close, fuzz_texts, write_classifier_run, write_release
 from test_glue import CFG, SEQ, write_keyword_task
@@ -179,7 +179,7 @@ def _convert(run, quantization):
   """The run's file of `quantization`, converted once per module."""
   out = run["root"] / f"{quantization}.tflite"
   if not out.exists():
-    result = lite_export.run(lite_export.TFLiteOptions(
+    result = export_tflite.run(export_tflite.TFLiteOptions(
         model_dir=str(run["root"] / "out"), output_file=str(out), quantization=quantization,
         data_dir=run["data"]))
     assert result["tflite"]["size_mb"] * 2**20 == pytest.approx(os.path.getsize(out))
@@ -232,7 +232,7 @@ def test_single_sentence_and_regression_signatures(tmp_path, spm_model):
     pairs = name == "STS-B"
     export_classifier(model, str(out / "serving"), tokenizer, 16, task.labels, pairs=pairs)
     path = tmp_path / f"{name}.tflite"
-    lite_export.run(lite_export.TFLiteOptions(model_dir=str(out), output_file=str(path),
+    export_tflite.run(export_tflite.TFLiteOptions(model_dir=str(out), output_file=str(path),
                                     quantization="none"))
     runner = litert(path.read_bytes()).get_signature_runner()
     saved = tf.saved_model.load(str(out / "serving")).signatures["serving_default"]
@@ -251,30 +251,30 @@ def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_mode
 
   def options(**kwargs):
     base = dict(model_dir=str(run_dir), output_file=str(tmp_path / "m.tflite"))
-    return lite_export.TFLiteOptions(**dict(base, **kwargs))
+    return export_tflite.TFLiteOptions(**dict(base, **kwargs))
 
   existing = tmp_path / "mine.tflite"
   existing.write_bytes(b"the user's file")
   with pytest.raises(FileExistsError, match="--output_file=.*mine.tflite exists"):
-    lite_export.run(options(output_file=str(existing)))
+    export_tflite.run(options(output_file=str(existing)))
   assert existing.read_bytes() == b"the user's file"
   with pytest.raises(ValueError, match="--quantization=int8 needs --model_dir and --data_dir"):
-    lite_export.run(options(quantization="int8"))
+    export_tflite.run(options(quantization="int8"))
   with pytest.raises(ValueError, match="not a run_classifier.py or run_ner.py output directory"):
-    lite_export.run(options(model_dir=str(tmp_path)))
+    export_tflite.run(options(model_dir=str(tmp_path)))
   squad = tmp_path / "squad_run"
   squad.mkdir()
   runs.write_run(str(squad), dict(task="SQuAD v1.1", model=CFG))
   with pytest.raises(ValueError, match="holds a 'SQuAD v1.1' run, not a run_classifier.py"):
-    lite_export.run(options(model_dir=str(squad)))
+    export_tflite.run(options(model_dir=str(squad)))
   moved = tmp_path / "moved_run"
   shutil.copytree(run_dir, moved)
   record = runs.read_record(str(moved))
   runs.write_run(str(moved), dict(record, spm_model_file=str(tmp_path / "gone.model")))
   with pytest.raises(FileNotFoundError, match="vocabulary of --model_dir=.*gone.model"):
-    lite_export.run(options(model_dir=str(moved)))
+    export_tflite.run(options(model_dir=str(moved)))
   with pytest.raises(ValueError, match="--max_seq_length=99 exceeds"):
-    lite_export.run(options(max_seq_length=99))
+    export_tflite.run(options(max_seq_length=99))
   assert not (tmp_path / "m.tflite").exists()
   assert sorted(os.listdir(run_dir)) == before
 
@@ -285,7 +285,7 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
   cfg = dict(CFG, max_position_embeddings=64)
   release = tmp_path / "albert_tiny"
   pretrainer = write_release(str(release), cfg, spm_model)
-  from albert_tf.hub.export import export_encoder  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tf_hub import export_encoder  # pylint: disable=g-import-not-at-top
   hub_dir = export_encoder(pretrainer, str(tmp_path / "hub"), spm_model_file=spm_model)
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
   pair = ("ＦＵＬＬ width, naïve 1,000 words.", "A second segment, shorter.")
@@ -294,7 +294,7 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
       tokenizer.sep_id, tokenizer.pad_id).items()})
   for flag, source in (("albert_directory", release), ("hub_module", hub_dir)):
     path = tmp_path / f"{flag}.tflite"
-    lite_export.run(lite_export.TFLiteOptions(**{flag: str(source)}, output_file=str(path),
+    export_tflite.run(export_tflite.TFLiteOptions(**{flag: str(source)}, output_file=str(path),
                                               quantization="none", segments=2,
                                               max_seq_length=32))
     runner = litert(path.read_bytes()).get_signature_runner()
@@ -307,11 +307,11 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
     assert_close(got["pooled_output"], want["pooled_output"].numpy(), 1e-4)
   with pytest.raises(ValueError, match="exactly one of --model_dir .*got --albert_directory, "
                                        "--hub_module"):
-    lite_export.run(lite_export.TFLiteOptions(albert_directory=str(release),
+    export_tflite.run(export_tflite.TFLiteOptions(albert_directory=str(release),
                                               hub_module=hub_dir,
                                               output_file=str(tmp_path / "x.tflite")))
   with pytest.raises(ValueError, match="int8 needs --model_dir and --data_dir"):
-    lite_export.run(lite_export.TFLiteOptions(hub_module=hub_dir, quantization="int8",
+    export_tflite.run(export_tflite.TFLiteOptions(hub_module=hub_dir, quantization="int8",
                                               output_file=str(tmp_path / "x.tflite")))
   assert not (tmp_path / "x.tflite").exists()
 
@@ -330,7 +330,7 @@ def test_wordpiece_classifiers_take_the_ids_fulltokenizer_packs(tmp_path):
   write_classifier_run(run, model, cfg, 24, vocab_file=vocab)
   export_classifier(model, str(run / "serving"), tokenizer, 24, ("0", "1"))
   path = tmp_path / "zh.tflite"
-  lite_export.run(lite_export.TFLiteOptions(model_dir=str(run), output_file=str(path),
+  export_tflite.run(export_tflite.TFLiteOptions(model_dir=str(run), output_file=str(path),
                                             quantization="none"))
   runner = litert(path.read_bytes()).get_signature_runner()
   assert set(runner.get_input_details()) == {"input_word_ids", "input_mask", "input_type_ids"}

@@ -15,7 +15,7 @@ import pytest
 from albert_tf import progress as progress_lib
 from albert_tf.cli import describe_bounds
 from albert_tf.data.creation import CreationOptions
-from albert_tf.hub.export import ExportOptions
+from albert_tf.commands.export_tf_hub import ExportOptions
 from albert_tf.tasks.classification import ClassifierOptions
 from albert_tf.tasks.multiple_choice import RaceOptions
 from albert_tf.tasks.pretraining import PretrainingOptions

@@ -4,7 +4,7 @@
 |---|---|---|---|---|
 | KerasHub preset | `keras_hub` | config.json naming `keras_hub>AlbertBackbone` | config, backbone, classifier head, tokenizer | `keras_hub.write_preset` |
 | Hugging Face | `huggingface` | config.json + safetensors / pytorch_model.bin | config, every head, vocabulary, labels | `huggingface.save_hf_model` |
-| TF-Hub SavedModel | `tf_hub` | saved_model.pb (albert_tf's exports and tf-models') | config, encoder, `.mlm` | `albert_tf.hub.export` |
+| TF-Hub SavedModel | `tf_hub` | saved_model.pb (albert_tf's exports and tf-models') | config, encoder, `.mlm` | `albert_tf.export.tf_hub` |
 | original TF1 | `tf1` | albert_config.json, or a checkpoint in `bert/...` names | config, every head, vocabulary | `tf1.save_original_checkpoint` |
 | albert_tf checkpoint | `native` | a checkpoint with an `encoder` root | weights (the config is the run's) | the Trainer |
 

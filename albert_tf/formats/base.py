@@ -9,7 +9,7 @@ small interface and imports none of the others:
 - `load(model, path) -> LoadReport`: the weights, mapped onto the model's original TF1
   names (`albert_tf.modeling.checkpoints`) with every tensor's shape checked;
 - a writer where albert_tf writes that layout (`save_original_checkpoint`, `save_hf_model`,
-  `write_preset`; TF-Hub SavedModels are written by `albert_tf.hub.export`).
+  `write_preset`; TF-Hub SavedModels are written by `albert_tf.export.tf_hub`).
 
 `albert_tf.formats` holds the one dispatcher over them.
 """

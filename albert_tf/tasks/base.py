@@ -24,7 +24,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.formats import ModelDirectory, load_checkpoint, read_model_directory, resolve
-from albert_tf.hub.loading import export_record
+from albert_tf.export.loading import export_record
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
 from albert_tf.text.tokenization import FullTokenizer

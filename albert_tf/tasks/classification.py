@@ -165,7 +165,7 @@ class GlueRun(FinetuningTask):
   def export(self, model, weights: str) -> None:
     """The end-to-end SavedModel (raw sentences in, probabilities out) of `weights` in
     --export_dir."""
-    from albert_tf.hub.export import export_classifier  # pylint: disable=g-import-not-at-top
+    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
     opts = self.opts
     threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
     pairs = any(s.text_b is not None for s in self.task.splits.values())

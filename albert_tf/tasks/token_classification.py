@@ -198,7 +198,7 @@ class NerRun(FinetuningTask):
   def export(self, model, weights: str) -> None:
     """The end-to-end tagger SavedModel (raw sentences in, entities with character offsets
     out) of `weights` in --export_dir."""
-    from albert_tf.hub.tagger import export_tagger  # pylint: disable=g-import-not-at-top
+    from albert_tf.export.tagger import export_tagger  # pylint: disable=g-import-not-at-top
     opts = self.opts
     settings = (opts.max_seq_length, opts.doc_stride, self.labels, self.scheme,
                 self.per_character)

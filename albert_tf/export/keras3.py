@@ -17,7 +17,7 @@ from working on the exports as they are, and these layers mend them:
   `preprocessor.bert_pack_inputs` do.
 
   import keras
-  from albert_tf.hub.keras3 import AlbertEncoderLayer, AlbertPreprocessorLayer
+  from albert_tf.export.keras3 import AlbertEncoderLayer, AlbertPreprocessorLayer
   text = keras.Input(shape=(), dtype="string")
   inputs = AlbertPreprocessorLayer("hub/albert_preprocess", seq_length=128)([text])
   pooled = AlbertEncoderLayer("hub/albert_base")(inputs)["pooled_output"]

@@ -3,7 +3,7 @@ encoder) to a TFLite file.
 
 Reads the run through `albert_tf.runs` (its task, model, vocabulary, sequence length and
 best checkpoint), or a released model directory or an encoder SavedModel, checks it,
-and converts with `albert_tf.hub.tflite`.
+and converts with `albert_tf.export.tflite`.
 """
 
 import dataclasses
@@ -17,7 +17,7 @@ from albert_tf.cli import Checked, option
 from albert_tf.data import glue, ner
 from albert_tf.files import atomic_path, writing
 from albert_tf.formats import load_checkpoint, read_model_directory, resolve
-from albert_tf.hub.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
+from albert_tf.export.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.text.tokenization import FullTokenizer
 

@@ -26,7 +26,8 @@ from typing import Dict, Sequence
 import tensorflow as tf
 
 from albert_tf.data import ner
-from albert_tf.hub.export import atomic_export, save_serving
+from albert_tf.export.serving import save_serving
+from albert_tf.export.tf_hub import atomic_export
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments, word_spans
 from albert_tf.text.tokenization import FullTokenizer

@@ -3,16 +3,16 @@
 The model comes from any source `convert.read_source` reads: `--albert_directory` (any
 model layout or name) or `--export_path` (an encoder SavedModel) gives the encoder;
 `--model_dir` (a run_classifier.py, run_race.py, run_squad.py or run_ner.py output directory) gives
-that task's model and head. `albert_tf.hub.onnx` writes the file.
+that task's model and head. `albert_tf.export.onnx` writes the file.
 """
 
 import dataclasses
 from typing import Dict, Optional
 
 from albert_tf.cli import Checked, option
-from albert_tf.hub.onnx import QUANTIZATIONS, check_targets, write_onnx
+from albert_tf.export.onnx import QUANTIZATIONS, check_targets, write_onnx
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.tasks import convert
+from albert_tf.commands import convert
 
 
 @dataclasses.dataclass(kw_only=True)

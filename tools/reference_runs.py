@@ -7,9 +7,9 @@ tiny model, and prints what they logged (the last training row of each run
 and its evaluation results) as one JSON object. Run it on two checkouts and
 compare:
 
-  python benchmarks/reference_runs.py --repo=/tmp/before > before.json
-  python benchmarks/reference_runs.py > after.json            # same --inputs: same data
-  python benchmarks/reference_runs.py --compare before.json after.json
+  python tools/reference_runs.py --repo=/tmp/before > before.json
+  python tools/reference_runs.py > after.json            # same --inputs: same data
+  python tools/reference_runs.py --compare before.json after.json
 
 Only the command lines and `albert_tf.data.sample_corpus` are used, so any
 revision of the project can be measured. Takes about 3 minutes on 2 cores.

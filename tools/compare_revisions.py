@@ -8,7 +8,7 @@ this checkout is faster). Alternating in one run keeps the machine's drift
 out of the ratio.
 
   git worktree add /tmp/before HEAD~3      # or a clone at the older revision
-  python benchmarks/compare_revisions.py --before=/tmp/before --rounds=3 \
+  python tools/compare_revisions.py --before=/tmp/before --rounds=3 \
       --pattern='float32 +([0-9.]+)' -- benchmarks/benchmark_classifier.py --dtypes=float32
 """
 

@@ -1,0 +1,100 @@
+"""Raw-text serving SavedModels: a fine-tuned classifier from sentences to probabilities.
+
+`export_classifier` writes it (run_classifier.py --export_dir); `save_serving` is how every
+end-to-end export (this one and `albert_tf.export.tagger`'s) is saved: traced once, for
+inference, with its vocabulary and a record of what it was made from.
+"""
+
+import json
+import os
+from typing import Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
+
+from albert_tf.export.loading import EXPORT_RECORD
+from albert_tf.export.tf_hub import attach_vocabulary, atomic_export
+from albert_tf.modeling.layers.dropout import random_generators
+from albert_tf.modeling.tracing import inference_only
+from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
+from albert_tf.text.tokenization import FullTokenizer
+
+
+class _ServingClassifier(tf.Module):
+  """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
+
+  def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
+               labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None):
+    super().__init__(name="albert_classifier")
+    # Saved: what `classify` reads (the variables, the dropout generators made now, since one
+    # made in the first trace traces it twice, and the tokenizer's tensorflow-text
+    # tokenizers), not the Keras model and layer, whose own saving traces their calls
+    # again for metadata no server reads (two thirds of a small export's time).
+    self.model_variables = list(model.variables)
+    self.random_generators = random_generators(model)
+    self.text_tokenizers = tokenizer.text_tokenizers
+    self._logits = lambda segments: model(pack_segments(
+        [tokenizer(s) for s in segments], seq_length, tokenizer.cls_id, tokenizer.sep_id,
+        tokenizer.pad_id), training=False)
+    self._threshold, self._labels = threshold, labels
+
+  def classify(self, segments):
+    logits = self._logits(segments)                                          # [B, C]
+    if self._labels is None:
+      outputs = {"score": logits[:, 0]}                                      # [B]
+    else:
+      label_ids = tf.argmax(logits, -1, output_type=tf.int32)                # [B]
+      outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),            # [B, C]
+                 "label_ids": label_ids,
+                 "labels": tf.gather(tf.constant(self._labels), label_ids)}
+    if self._threshold is not None:  # the original's --threshold_to_export, served along
+      outputs["threshold"] = tf.fill(tf.shape(logits)[:1], self._threshold)  # [B]
+    return outputs
+
+
+def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
+                      labels: Optional[Tuple[str, ...]], pairs: bool = True,
+                      overwrite: bool = False, threshold: Optional[float] = None,
+                      record: Optional[dict] = None) -> str:
+  """Writes an end-to-end classifier SavedModel that takes raw text.
+
+  `serving_default` (also the root `__call__`) takes string [B] `sentence1`
+  and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
+  of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
+  `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
+  regression (`labels=None`), and `threshold` [B] when one is given. Loading
+  it needs `import tensorflow_text`. `record` (what the export was made from)
+  is written beside saved_model.pb as albert_tf_export.json.
+  """
+  export_path = os.path.abspath(export_path)
+  with atomic_export(export_path, overwrite) as (saved, staging):
+    root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
+                                                     tokenizer.do_lower_case,
+                                                     tokenizer.vocab_file),
+                              seq_length, labels, threshold)
+    spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
+    if pairs:
+      root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
+                                  input_signature=[spec("sentence1"), spec("sentence2")],
+                                  autograph=False)
+    else:
+      root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
+                                  input_signature=[spec("sentence1")], autograph=False)
+    save_serving(root, saved, staging, tokenizer, dict(kind="classifier", **(record or {})))
+  logging.info("Exported the classifier SavedModel to %s", export_path)
+  return export_path
+
+
+def save_serving(root: tf.Module, saved: str, staging: str, tokenizer: FullTokenizer,
+                 record: dict) -> None:
+  """Saves an end-to-end `root` (its `__call__` a tf.function of strings, traced here once,
+  for inference) with the vocabulary as an asset, and `record` beside saved_model.pb."""
+  attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
+  options = tf.saved_model.SaveOptions()
+  with save_context.save_context(options), inference_only():   # traced once, for serving
+    root.__call__.get_concrete_function()
+  tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
+                      options=options)
+  with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
+    json.dump(record, f, indent=2, sort_keys=True)
