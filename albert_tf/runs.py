@@ -60,8 +60,11 @@ class Kind:
 
 def _lite_classifier(model, run: "Run", seq_length: int):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
+  if run.problem_type == "multi_label_classification":
+    raise ValueError(f"{run.flag}={run.path} is a multi-label classifier; its TFLite file "
+                     "would apply softmax, not sigmoids: use its serving or ONNX export")
   return LiteClassifier(model, run.tokenizer(), seq_length, run.text_fields,
-                        run.glue_task.is_regression)
+                        run.problem_type == "regression")
 
 
 def _lite_tagger(model, run: "Run", seq_length: int):
@@ -72,8 +75,7 @@ def _lite_tagger(model, run: "Run", seq_length: int):
 KINDS = {
     "classification": Kind(
         "classification", "run_classifier.py",
-        lambda encoder, run: AlbertClassifier(encoder, run.glue_task.num_labels,
-                                              dropout_rate=run.dropout),
+        lambda encoder, run: AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout),
         _lite_classifier),
     "token_classification": Kind(
         "token_classification", "run_ner.py",
@@ -96,7 +98,7 @@ def kind_of(task: str) -> Optional[Kind]:
   """The kind of a recorded task name (a GLUE task, NER, RACE, SQuAD v1.1 / v2.0,
   pretraining), or None."""
   task = str(task)
-  if task.lower() in glue.TASKS:
+  if task.lower() in glue.TASKS or task == "classification":   # a GLUE task, or your own files
     return KINDS["classification"]
   if task.startswith("SQuAD"):
     return KINDS["question_answering"]
@@ -184,13 +186,17 @@ class Run:
 
   @property
   def glue_task(self) -> Optional[glue.GlueTask]:
-    return glue.get_task(self.task) if self.kind.name == "classification" else None
+    """The GLUE task of a run_classifier.py run on one (not on your own files)."""
+    if self.kind.name != "classification" or self.task == "classification":
+      return None
+    return glue.get_task(self.task)
 
   @property
   def labels(self) -> Optional[List[str]]:
     """Label names in id order (a classifier's, a tagger's tags), or None."""
-    if self.kind.name == "token_classification":
-      return list(self.record["labels"])
+    if "labels" in self.record and self.kind.name in ("token_classification",
+                                                      "classification"):
+      return list(self.record["labels"]) or (["LABEL_0"] if self.num_outputs == 1 else [])
     task = self.glue_task
     if task is not None:
       return list(task.labels) if task.labels else ["LABEL_0"]
@@ -199,17 +205,28 @@ class Run:
   @property
   def problem_type(self) -> Optional[str]:
     """transformers' name of a classifier's problem."""
+    if self.record.get("problem_type"):
+      return self.record["problem_type"]
     task = self.glue_task
     if task is None:
       return None
     return "regression" if task.is_regression else "single_label_classification"
 
   @property
+  def num_outputs(self) -> int:
+    """A classifier's outputs: one per label, or one score."""
+    if self.problem_type == "regression":
+      return 1
+    task = self.glue_task
+    return task.num_labels if task is not None else len(self.record.get("labels") or [])
+
+  @property
   def text_fields(self) -> List[str]:
     """A serving signature's text inputs: GLUE's names for the task's text columns."""
     task = self.glue_task
     if task is None:
-      return ["sentence"]
+      columns = self.record.get("text_columns") or ["text"]
+      return ["sentence1", "sentence2"] if len(columns) == 2 else ["sentence"]
     pairs = any(s.text_b is not None for s in task.splits.values())
     return ["sentence1", "sentence2"] if pairs else ["sentence"]
 

@@ -49,7 +49,9 @@ def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
                        labels=source.labels if opts.model_dir else None,
                        overwrite=opts.overwrite,
                        extra=dict(source=path, max_seq_length=source.max_seq_length
-                                  or source.config.max_position_embeddings))
+                                  or source.config.max_position_embeddings,
+                                  **({"problem_type": source.problem_type}
+                                     if opts.model_dir and source.problem_type else {})))
   print(f"Wrote {written['file']} ({written['bytes'] / 2**20:.1f} MiB, {opts.quantization}): "
         f"inputs {', '.join(written['inputs'])}; outputs {', '.join(written['outputs'])}")
   if source.tokenizer is None:

@@ -25,7 +25,8 @@ class _ServingClassifier(tf.Module):
   """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
 
   def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
-               labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None):
+               labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None,
+               multi_label_threshold: Optional[float] = None):
     super().__init__(name="albert_classifier")
     # Saved: what `classify` reads (the variables, the dropout generators made now, since one
     # made in the first trace traces it twice, and the tokenizer's tensorflow-text
@@ -38,11 +39,18 @@ class _ServingClassifier(tf.Module):
         [tokenizer(s) for s in segments], seq_length, tokenizer.cls_id, tokenizer.sep_id,
         tokenizer.pad_id), training=False)
     self._threshold, self._labels = threshold, labels
+    self._multi_label_threshold = multi_label_threshold
 
   def classify(self, segments):
     logits = self._logits(segments)                                          # [B, C]
     if self._labels is None:
       outputs = {"score": logits[:, 0]}                                      # [B]
+    elif self._multi_label_threshold is not None:
+      probabilities = tf.sigmoid(logits)                                     # [B, C]
+      chosen = probabilities > self._multi_label_threshold                   # [B, C]
+      names = tf.broadcast_to(tf.constant(self._labels), tf.shape(chosen))   # [B, C]
+      outputs = {"probabilities": probabilities, "label_mask": chosen,
+                 "labels": tf.where(chosen, names, "")}                      # "" not chosen
     else:
       label_ids = tf.argmax(logits, -1, output_type=tf.int32)                # [B]
       outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),            # [B, C]
@@ -56,14 +64,18 @@ class _ServingClassifier(tf.Module):
 def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
                       labels: Optional[Tuple[str, ...]], pairs: bool = True,
                       overwrite: bool = False, threshold: Optional[float] = None,
-                      record: Optional[dict] = None) -> str:
+                      record: Optional[dict] = None,
+                      multi_label_threshold: Optional[float] = None) -> str:
   """Writes an end-to-end classifier SavedModel that takes raw text.
 
   `serving_default` (also the root `__call__`) takes string [B] `sentence1`
   and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
   of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
   `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
-  regression (`labels=None`), and `threshold` [B] when one is given. Loading
+  regression (`labels=None`), and `threshold` [B] when one is given. A multi-label
+  classifier (`multi_label_threshold`) returns sigmoid `probabilities` [B, C],
+  `label_mask` [B, C] (over the threshold) and `labels` [B, C] (the label's name where
+  chosen, else ""). Loading
   it needs `import tensorflow_text`. `record` (what the export was made from)
   is written beside saved_model.pb as albert_tf_export.json.
   """
@@ -72,7 +84,7 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
                                                      tokenizer.do_lower_case,
                                                      tokenizer.vocab_file),
-                              seq_length, labels, threshold)
+                              seq_length, labels, threshold, multi_label_threshold)
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
     if pairs:
       root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),

@@ -31,9 +31,31 @@ ORIGINAL_FLAGS = dict(TPU_FLAGS)
 @dataclasses.dataclass(kw_only=True)
 class ClassifierOptions(StepOptions):
   """run_classifier.py's flags (the original's, plus strategy, dtype and seed)."""
-  data_dir: str = option(help="The task's GLUE directory (or the GLUE root).")
-  task_name: str = option(help="CoLA, MNLI, MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI or AX "
-                          "(case-insensitive).")
+  data_dir: Optional[str] = option(None, "The task's GLUE directory (or the GLUE root).")
+  task_name: Optional[str] = option(None, "CoLA, MNLI, MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI "
+                                    "or AX (case-insensitive); or your own files instead "
+                                    "(--train_file, --dev_file, --test_file).")
+  train_file: Optional[str] = option(None, "Your own training file instead of a GLUE task: "
+                                     ".csv, .tsv or .jsonl (docs/own_data.md).")
+  dev_file: Optional[str] = option(None, "Your own dev file (every checkpoint is evaluated on "
+                                   "it; the best is model.ckpt-best).")
+  test_file: Optional[str] = option(None, "Your own test file, predicted into "
+                                    "test_predictions.jsonl (labels optional).")
+  text_columns: str = option("text", "Your files: the text column, or two columns of a "
+                             "sentence pair separated by a comma (premise,hypothesis).")
+  label_column: str = option("label", "Your files: the label column.")
+  id_column: Optional[str] = option(None, "Your files: a column copied into the predictions.")
+  label_delimiter: Optional[str] = option(None, "Your CSV/TSV files: several labels in a "
+                                          "cell, split by this (e.g. |): multi-label.")
+  problem_type: str = option("auto", "Your files: auto (list labels: multi-label; numbers with "
+                             "a non-integer: regression; else single-label), or one of "
+                             "transformers' names.", choices=("auto",
+                             "single_label_classification", "multi_label_classification",
+                             "regression"))
+  multi_label_threshold: float = option(0.5, "Multi-label: a label is predicted when its "
+                                        "sigmoid is above this.")
+  best_metric: Optional[str] = option(None, "Your files: the dev metric that picks "
+                                      "model.ckpt-best (default accuracy, micro_f1 or pearson).")
   do_train: bool = option(False, "Fine-tune on train.tsv.")
   do_predict: bool = option(False, "Write GLUE submission files for the test split.")
   cached_dir: Optional[str] = option(None, "Where tokenized features are cached (default "
@@ -75,6 +97,9 @@ class GlueRun(FinetuningTask):
 
   def check_options(self):
     opts = self.opts
+    if not (opts.task_name and opts.data_dir):
+      raise ValueError("pass --task_name and --data_dir (a GLUE task), or your own files: "
+                       "--train_file, --dev_file, --test_file")
     self.task = glue.get_task(opts.task_name)
     self.name, self.best_metric = self.task.name, self.task.best_metric
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
@@ -207,5 +232,9 @@ class GlueRun(FinetuningTask):
 
 
 def run(opts: ClassifierOptions) -> Dict[str, Dict[str, float]]:
-  """Checks the flags and inputs, then trains / evaluates / predicts / exports."""
+  """Checks the flags and inputs, then trains / evaluates / predicts / exports: a GLUE task,
+  or your own files (`albert_tf.tasks.own_data`)."""
+  if opts.train_file or opts.dev_file or opts.test_file:
+    from albert_tf.tasks import own_data  # pylint: disable=g-import-not-at-top
+    return own_data.run(opts)
   return GlueRun(opts).run()

@@ -76,6 +76,44 @@ def glue_metrics(task_metric_names: Sequence[str], labels, predictions,
   return result
 
 
+def _precision_recall_f1(tp, fp, fn) -> Dict[str, float]:
+  precision = tp / (tp + fp) if tp + fp else 0.0
+  recall = tp / (tp + fn) if tp + fn else 0.0
+  return dict(precision=float(precision), recall=float(recall),
+              f1=float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0)
+
+
+def single_label_metrics(labels: Sequence[int], predictions: Sequence[int],
+                         num_classes: int) -> Dict[str, object]:
+  """accuracy, macro_f1 (the mean of every class's F1, as scikit-learn's average="macro"),
+  f1 (of class 1, with two classes) and `per_label`: each class's precision, recall, F1."""
+  labels, predictions = np.asarray(labels), np.asarray(predictions)
+  per_label = [_precision_recall_f1(np.sum((predictions == c) & (labels == c)),
+                                    np.sum((predictions == c) & (labels != c)),
+                                    np.sum((predictions != c) & (labels == c)))
+               for c in range(num_classes)]
+  result = dict(accuracy=accuracy(labels, predictions),
+                macro_f1=float(np.mean([p["f1"] for p in per_label])))
+  if num_classes == 2:
+    result["f1"] = per_label[1]["f1"]
+  result["per_label"] = per_label
+  return result
+
+
+def multi_label_metrics(truth: np.ndarray, chosen: np.ndarray) -> Dict[str, object]:
+  """Of boolean [N, C] label sets: micro_f1 (over every example x label), macro_f1 (the mean
+  of the labels' F1), exact_match (the share of examples whose set is exactly right) and
+  `per_label`: each label's precision, recall and F1."""
+  truth, chosen = np.asarray(truth, bool), np.asarray(chosen, bool)
+  tp = np.sum(truth & chosen, 0)                                              # [C]
+  fp = np.sum(~truth & chosen, 0)
+  fn = np.sum(truth & ~chosen, 0)
+  per_label = [_precision_recall_f1(*counts) for counts in zip(tp, fp, fn)]
+  return dict(micro_f1=_precision_recall_f1(tp.sum(), fp.sum(), fn.sum())["f1"],
+              macro_f1=float(np.mean([p["f1"] for p in per_label])),
+              exact_match=float(np.mean(np.all(truth == chosen, -1))), per_label=per_label)
+
+
 # ----------------------------------------------------------------------------- SQuAD
 
 _PUNCTUATION = frozenset(string.punctuation)

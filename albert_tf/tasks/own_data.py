@@ -1,0 +1,327 @@
+"""Fine-tuning on your own files: what run_classifier.py does with --train_file, --dev_file
+and --test_file instead of a GLUE --task_name.
+
+The files are CSV, TSV or JSON Lines (`albert_tf.data.own`); the problem is single-label,
+multi-label or regression, decided from the training labels or given by --problem_type,
+printed, and recorded in the run (with its labels, in `labels.txt` too) so that a resumed
+or predicting run uses the same. The losses are those transformers computes for each
+problem: softmax cross-entropy, sigmoid cross-entropy averaged over examples x labels,
+squared error. Every checkpoint is evaluated on the dev file; --best_metric (accuracy,
+micro_f1 or pearson unless given) picks `model.ckpt-best`, whose dev metrics go to
+`eval_results.txt`; --do_predict writes `test_predictions.jsonl`, one object per test row.
+"""
+
+import json
+import os
+from typing import Dict, List
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import runs
+from albert_tf.data import own
+from albert_tf.data.records import read_dataset, write_records
+from albert_tf.files import atomic_open, fingerprint, write_results
+from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.tasks.base import FinetuningTask
+from albert_tf.text.packing import pack_inputs
+from albert_tf.training import metrics as metrics_lib
+
+BEST_METRIC = {own.SINGLE: "accuracy", own.MULTI: "micro_f1", own.REGRESSION: "pearson"}
+PREDICTIONS = "test_predictions.jsonl"
+_SPLIT_FLAGS = dict(train="--train_file", dev="--dev_file", test="--test_file")
+
+
+def per_example_loss(problem_type: str):
+  """The loss of each example, as transformers computes it for `problem_type`."""
+  def loss_fn(model, batch, training):
+    logits = model(batch, training=training)                                  # [b, C]
+    labels = batch["label_ids"]
+    if problem_type == own.REGRESSION:
+      return dict(loss=tf.square(logits[:, 0] - labels))                      # [b]
+    if problem_type == own.MULTI:                                             # labels [b, C]
+      per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)     # [b, C]
+      exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)      # [b]
+      return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
+    correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
+    return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
+  return loss_fn
+
+
+def sigmoid(x):
+  return 1.0 / (1.0 + np.exp(-x))
+
+
+def softmax(x):
+  e = np.exp(x - x.max(-1, keepdims=True))
+  return e / e.sum(-1, keepdims=True)
+
+
+class OwnDataRun(FinetuningTask):
+  """One run_classifier.py invocation on your own files."""
+
+  name = "classification"   # the record's task: albert_tf.runs' classification kind
+
+  def check_options(self):
+    opts = self.opts
+    glue_flags = [f"--{k}={getattr(opts, k)}" for k in ("task_name", "data_dir")
+                  if getattr(opts, k)]
+    if glue_flags:
+      files = [f"--{k}={getattr(opts, k)}" for k in ("train_file", "dev_file", "test_file")
+               if getattr(opts, k)]
+      raise ValueError(f"pass either a GLUE task ({', '.join(glue_flags)}) or your own files "
+                       f"({', '.join(files)}), not both")
+    if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
+      raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
+    for needed, split in ((opts.do_train, "train"), (opts.do_eval, "dev"),
+                          (opts.do_predict, "test")):
+      if needed and not getattr(opts, f"{split}_file"):
+        flag = {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}[split]
+        raise ValueError(f"{flag} needs {_SPLIT_FLAGS[split]}")
+    text_columns = [c.strip() for c in opts.text_columns.split(",")]
+    if len(text_columns) not in (1, 2) or not all(text_columns):
+      raise ValueError(f"--text_columns={opts.text_columns}: one column (a text) or two, "
+                       "comma-separated (a sentence pair)")
+    if not 0 < opts.multi_label_threshold < 1:
+      raise ValueError(f"--multi_label_threshold={opts.multi_label_threshold} must be in (0, 1)")
+    self.columns = own.Columns(tuple(text_columns), opts.label_column, opts.id_column,
+                               opts.label_delimiter)
+
+  def read_inputs(self):
+    opts = self.opts
+    wanted = dict(train=opts.do_train, dev=(opts.do_train or opts.do_eval) and opts.dev_file,
+                  test=opts.do_predict)
+    self.files = {split: getattr(opts, f"{split}_file") for split, on in wanted.items() if on}
+    self.rows = {split: own.read_rows(path, self.columns, _SPLIT_FLAGS[split],
+                                      need_labels=split != "test")
+                 for split, path in self.files.items()}
+    if "train" in self.rows:
+      self.problem = own.decide_problem(self.rows["train"], opts.problem_type, self.files["train"])
+    else:
+      recorded = runs.read_record(opts.output_dir)
+      if not recorded.get("problem_type"):
+        raise ValueError(f"--output_dir={opts.output_dir} holds no run trained on your own files: "
+                         "--do_eval or --do_predict without --do_train reads the problem and "
+                         "the labels from it")
+      self.problem = own.Problem(recorded["problem_type"], list(recorded["labels"]))
+    self.targets = {split: own.targets(rows, self.problem, self.files[split])
+                    for split, rows in self.rows.items() if rows[0].label is not None}
+    self.best_metric = opts.best_metric or BEST_METRIC[self.problem.type]
+    print(f"Problem: {self.problem.describe()} (--problem_type={opts.problem_type}); "
+          f"best checkpoint by dev {self.best_metric}")
+
+  def check_outputs(self):
+    self.check_export_dir()
+    names = metric_names(self.problem)
+    if self.best_metric not in names:
+      raise ValueError(f"--best_metric={self.best_metric} is not a metric of "
+                       f"{self.problem.type}; choose one of {', '.join(names)}")
+
+  def run_record(self):
+    return own.record(self.problem, self.columns)
+
+  def can_evaluate(self):
+    return "dev" in self.targets
+
+  def needs_inference(self):
+    return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
+
+  # -- features
+
+  def build_features(self):
+    opts = self.opts
+    if self.problem.labels:
+      runs.write_labels(opts.output_dir, self.problem.labels)
+    cache = opts.cached_dir or opts.output_dir
+    os.makedirs(cache, exist_ok=True)
+    tokenizer = self.source.tokenizer
+    self.records = {}
+    for split, rows in self.rows.items():
+      key = fingerprint(tokenizer.do_lower_case, opts.max_seq_length, self.problem.type,
+                        self.problem.labels, list(self.columns.text), self.columns.label,
+                        self.columns.label_delimiter,
+                        files=[self.files[split], tokenizer.vocabulary_file])
+      path = os.path.join(cache, f"own_{split}_{key}.tf_record")
+      if not os.path.exists(path):
+        targets = self.targets.get(split)
+        write_records((self._features(row, targets[i] if targets else None)
+                       for i, row in enumerate(rows)), path)
+        logging.info("Wrote %d %s features to %s", len(rows), split, path)
+      self.records[split] = path
+
+  def _features(self, row: own.Row, target) -> Dict[str, object]:
+    tokenizer = self.source.tokenizer
+    ids = [tokenizer.encode(t) for t in row.texts]
+    packed = pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.opts.max_seq_length,
+                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    if target is None:   # unlabelled test rows
+      target = [0.0] * self.problem.num_outputs if self.problem.type == own.MULTI else (
+          0.0 if self.problem.type == own.REGRESSION else 0)
+    return dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
+                segment_ids=packed["input_type_ids"], label_ids=target)
+
+  def dataset(self, split: str, batch_size: int, is_training: bool) -> tf.data.Dataset:
+    seq = tf.io.FixedLenFeature([self.opts.max_seq_length], tf.int64)
+    if self.problem.type == own.MULTI:
+      label = tf.io.FixedLenFeature([self.problem.num_outputs], tf.float32)
+    else:
+      label = tf.io.FixedLenFeature([], tf.float32 if self.problem.type == own.REGRESSION
+                                    else tf.int64)
+    schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
+    return read_dataset(self.records[split], schema, batch_size, is_training, self.opts.seed,
+                        bucket_by_length=self.opts.bucket_by_length)
+
+  # -- model
+
+  def build_model(self) -> AlbertClassifier:
+    return AlbertClassifier(self.source.build_encoder(), self.problem.num_outputs,
+                            dropout_rate=self.opts.dropout_prob,
+                            initializer_range=self.source.config.initializer_range,
+                            seed=self.opts.seed)
+
+  def per_example_loss(self, model, batch, training):
+    return per_example_loss(self.problem.type)(model, batch, training)
+
+  def train_dataset(self):
+    return self.dataset("train", self.micro_batch_size, is_training=True)
+
+  def split_logits(self, model, split: str) -> np.ndarray:
+    """Logits [N, C] for every row of a split, in file order."""
+    batch_size = self.opts.eval_batch_size if split == "dev" else self.opts.predict_batch_size
+    return self.predict_logits(model, self.dataset(split, batch_size, is_training=False))
+
+  def evaluate(self, model) -> Dict[str, float]:
+    logits = self.split_logits(model, "dev")
+    return problem_metrics(self.problem, np.asarray(self.targets["dev"]), logits,
+                           self.opts.multi_label_threshold)
+
+  # -- inference
+
+  def infer(self, model, weights):
+    opts, results = self.opts, {}
+    if opts.do_eval:
+      results["eval"] = self.write_eval_results(model)
+    if opts.do_predict:
+      results["predict"] = {"rows": self.write_predictions(model)}
+    if opts.export_dir:
+      self.export(model, weights)
+    return results
+
+  def write_eval_results(self, model) -> Dict[str, float]:
+    result = self.evaluate(model)
+    step = self.best_step()
+    result = dict(global_step=step if step is not None else -1, **result)
+    if "train" in self.targets:
+      result.update({f"baseline_{k}": v for k, v in baseline_metrics(
+          self.problem, np.asarray(self.targets["train"]), np.asarray(self.targets["dev"]),
+          self.opts.multi_label_threshold).items()})
+    write_results(os.path.join(self.opts.output_dir, "eval_results.txt"), result)
+    return result
+
+  def write_predictions(self, model) -> int:
+    """test_predictions.jsonl: one object per test row, in order."""
+    logits = self.split_logits(model, "test")
+    path = os.path.join(self.opts.output_dir, PREDICTIONS)
+    with atomic_open(path, encoding="utf-8") as f:
+      for row, out in zip(self.rows["test"], logits):
+        f.write(json.dumps(prediction(self.problem, row, out, self.opts.multi_label_threshold),
+                           ensure_ascii=False) + "\n")
+    print(f"Wrote {len(self.rows['test'])} predictions to {path}")
+    return len(self.rows["test"])
+
+  def export(self, model, weights: str) -> None:
+    """The end-to-end SavedModel of `weights` (raw text in) in --export_dir."""
+    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
+    opts, problem = self.opts, self.problem
+    labels = tuple(problem.labels) if problem.type != own.REGRESSION else None
+    threshold = opts.multi_label_threshold if problem.type == own.MULTI else None
+    self.export_once(weights, "classifier", (problem.type, opts.max_seq_length, threshold),
+                     lambda **kw: export_classifier(
+                         model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
+                         labels, pairs=len(self.columns.text) == 2,
+                         multi_label_threshold=threshold, **kw))
+
+
+# ----------------------------------------------------------------------------- outputs
+
+def prediction(problem: own.Problem, row: own.Row, logits: np.ndarray, threshold: float) -> dict:
+  """One test row's object: `index`, `id` if given, then the problem's outputs."""
+  out = dict(index=row.index)
+  if row.id is not None:
+    out["id"] = row.id
+  if problem.type == own.REGRESSION:
+    out["score"] = float(logits[0])
+  elif problem.type == own.MULTI:
+    p = sigmoid(logits)
+    out["labels"] = [name for name, value in zip(problem.labels, p) if value > threshold]
+    out["probabilities"] = {name: float(value) for name, value in zip(problem.labels, p)}
+  else:
+    p = softmax(logits)
+    out["label"] = problem.labels[int(p.argmax())]
+    out["probabilities"] = {name: float(value) for name, value in zip(problem.labels, p)}
+  return out
+
+
+def metric_names(problem: own.Problem) -> List[str]:
+  """The dev metrics of a problem (besides per-label ones)."""
+  if problem.type == own.REGRESSION:
+    return ["pearson", "spearman", "mse"]
+  if problem.type == own.MULTI:
+    return ["micro_f1", "macro_f1", "exact_match", "loss"]
+  return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(problem.labels) == 2 else [])
+
+
+def problem_metrics(problem: own.Problem, targets: np.ndarray, logits: np.ndarray,
+                    threshold: float) -> Dict[str, float]:
+  """Dev metrics of `logits` [N, C] against the targets: see `metric_names`, and precision,
+  recall and F1 of each label (`precision/<label>`, ...)."""
+  if problem.type == own.REGRESSION:
+    scores = logits[:, 0]
+    return dict(pearson=metrics_lib.pearson(scores, targets),
+                spearman=metrics_lib.spearman(scores, targets),
+                mse=float(np.mean((scores - targets) ** 2)))
+  if problem.type == own.MULTI:
+    probabilities = sigmoid(logits)
+    chosen = probabilities > threshold                                        # [N, C]
+    truth = targets > 0.5
+    loss = float(np.mean(np.logaddexp(0, logits) - targets * logits))         # BCE with logits
+    result = metrics_lib.multi_label_metrics(truth, chosen)
+    result["loss"] = loss
+  else:
+    predicted = logits.argmax(-1)
+    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+    loss = float(-np.mean(log_probs[np.arange(len(targets)), targets]))
+    result = metrics_lib.single_label_metrics(targets, predicted, len(problem.labels))
+    result["loss"] = loss
+  per_label = result.pop("per_label")
+  for name, values in zip(problem.labels, per_label):
+    for key, value in values.items():
+      result[f"{key}/{name}"] = value
+  return result
+
+
+def baseline_metrics(problem: own.Problem, train: np.ndarray, dev: np.ndarray,
+                     threshold: float) -> Dict[str, float]:
+  """Dev metrics of the simplest guess from the training labels: the majority class, the
+  labels more than half of the training rows have (else the most frequent one), or the
+  mean score."""
+  if problem.type == own.REGRESSION:
+    return dict(mse=float(np.mean((dev - train.mean()) ** 2)), pearson=0.0)
+  if problem.type == own.MULTI:
+    frequency = train.mean(0)                                                  # [C]
+    guess = frequency > 0.5
+    if not guess.any():
+      guess[frequency.argmax()] = True
+    result = metrics_lib.multi_label_metrics(dev > 0.5, np.tile(guess, (len(dev), 1)))
+    return {k: v for k, v in result.items() if k != "per_label"}
+  majority = int(np.bincount(train, minlength=len(problem.labels)).argmax())
+  result = metrics_lib.single_label_metrics(dev, np.full(len(dev), majority),
+                                            len(problem.labels))
+  return {k: v for k, v in result.items() if k != "per_label"}
+
+
+def run(opts) -> Dict[str, Dict[str, float]]:
+  """Checks the flags and files, then trains / evaluates / predicts / exports."""
+  return OwnDataRun(opts).run()

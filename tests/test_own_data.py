@@ -1,0 +1,328 @@
+"""Your own files: CSV, TSV and JSON Lines read as written, the problem decided from the
+labels, and every bad input one error naming the file and line."""
+
+import json
+
+import pytest
+
+from albert_tf.data import own
+from common import assert_close
+
+PAIR = own.Columns(text=("premise", "hypothesis"))
+
+
+def write(path, text):
+  path.write_bytes(text.encode("utf-8"))
+  return str(path)
+
+
+def jsonl(path, records):
+  return write(path, "".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_csv_reads_quotes_newlines_and_a_byte_order_mark(tmp_path):
+  path = write(tmp_path / "train.csv",
+               "\ufeffpremise,hypothesis,label,id\n"
+               '"A cat, on a mat.","It said ""hi""\nthen left.",yes,a1\n'
+               "\n"
+               "Plain,text,no,a2\n")
+  rows = own.read_rows(path, own.Columns(text=("premise", "hypothesis"), id="id"))
+  assert [r.texts for r in rows] == [["A cat, on a mat.", 'It said "hi"\nthen left.'],
+                                     ["Plain", "text"]]
+  assert [(r.label, r.index, r.id, r.line) for r in rows] == [("yes", 0, "a1", 3),
+                                                               ("no", 1, "a2", 5)]
+
+
+def test_tsv_and_json_lines(tmp_path):
+  tsv = write(tmp_path / "d.tsv", "text\tlabel\nfirst one\t0.5\nsecond\t-2\n")
+  assert [(r.texts, r.label) for r in own.read_rows(tsv, own.Columns())] == [
+      (["first one"], "0.5"), (["second"], "-2")]
+  lines = jsonl(tmp_path / "d.json", [{"text": "a", "label": ["x", "y"]},
+                                      {"text": "b", "label": 3}])
+  assert [r.label for r in own.read_rows(lines, own.Columns())] == [["x", "y"], 3]
+
+
+def test_the_problem_is_decided_from_the_labels_in_natural_order(tmp_path):
+  def problem(records, **kw):
+    return own.decide_problem(own.read_rows(jsonl(tmp_path / "p.jsonl", records),
+                                            own.Columns(**kw)))
+  multi = problem([{"text": "a", "label": ["sport", "art"]}, {"text": "b", "label": ["war"]}])
+  assert (multi.type, multi.labels) == (own.MULTI, ["art", "sport", "war"])
+  single = problem([{"text": "a", "label": 10}, {"text": "b", "label": 9}, {"text": "c", "label": 2}])
+  assert (single.type, single.labels) == (own.SINGLE, ["2", "9", "10"])   # numbers by value
+  assert problem([{"text": "a", "label": 1}, {"text": "b", "label": 2.5}]).type == own.REGRESSION
+  assert problem([{"text": "a", "label": "pos"}, {"text": "b", "label": "neg"}]).labels == [
+      "neg", "pos"]
+  # A CSV cell of several labels is multi-label once --label_delimiter splits it.
+  cells = write(tmp_path / "m.csv", "text,label\na,sport|art\nb,war\n")
+  rows = own.read_rows(cells, own.Columns(label_delimiter="|"))
+  found = own.decide_problem(rows)
+  assert (found.type, found.labels) == (own.MULTI, ["art", "sport", "war"])
+  assert own.targets(rows, found) == [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+  # Given, not decided: integers as regression targets.
+  ints = own.read_rows(jsonl(tmp_path / "r.jsonl", [{"text": "a", "label": 1},
+                                                    {"text": "b", "label": 3}]), own.Columns())
+  assert own.targets(ints, own.decide_problem(ints, own.REGRESSION)) == [1.0, 3.0]
+  assert own.targets(ints, own.decide_problem(ints)) == [0, 1]
+
+
+def test_a_test_file_without_labels_is_read_for_prediction(tmp_path):
+  path = jsonl(tmp_path / "test.jsonl", [{"text": "a"}, {"text": "b"}])
+  assert [r.label for r in own.read_rows(path, own.Columns(), need_labels=False)] == [None, None]
+
+
+@pytest.mark.parametrize("name,content,columns,message", [
+    ("missing.csv", "sentence,label\nhi,1\n", own.Columns(),
+     r"missing.csv:2: no column 'text'; the columns are 'sentence', 'label'"),
+    ("empty_label.csv", "text,label\nhi,1\nho,\n", own.Columns(),
+     r"empty_label.csv:3: empty label in column 'label'"),
+    ("not_json.jsonl", '{"text": "a", "label": 1}\n{"text": "b", label: 2}\n', own.Columns(),
+     r"not_json.jsonl:2: not JSON"),
+    ("empty.csv", "", own.Columns(), r"empty.csv: no rows in it"),
+    ("header_only.tsv", "text\tlabel\n", own.Columns(), r"header_only.tsv: no rows in it"),
+    ("fields.csv", "text,label\nhi,1\nho,1,extra\n", own.Columns(),
+     r"fields.csv:3: 3 fields, but the header \(line 1\) has 2: 'text', 'label'"),
+    ("no_labels.csv", "text\nhi\n", own.Columns(),
+     r"no_labels.csv:2: no label column 'label'; the columns are 'text'"),
+    ("pair.jsonl", '{"premise": "a", "label": 1}\n', PAIR,
+     r"pair.jsonl:1: no column 'hypothesis'; the columns are 'premise', 'label'"),
+    ("notes.txt", "hi\n", own.Columns(), r"notes.txt: unknown format .txt"),
+])
+def test_bad_files_are_one_error_naming_the_file_and_line(tmp_path, name, content, columns,
+                                                          message):
+  with pytest.raises(ValueError, match=message):
+    own.read_rows(write(tmp_path / name, content), columns)
+
+
+def test_bad_labels_are_one_error_naming_the_line(tmp_path):
+  mixed = own.read_rows(jsonl(tmp_path / "mixed.jsonl", [{"text": "a", "label": ["x"]},
+                                                         {"text": "b", "label": "y"}]),
+                        own.Columns())
+  with pytest.raises(ValueError, match=r"mixed.jsonl:2: label 'y' is not a list, unlike line 1"):
+    own.decide_problem(mixed, path=str(tmp_path / "mixed.jsonl"))
+  words = own.read_rows(write(tmp_path / "r.csv", "text,label\na,1.5\nb,high\n"), own.Columns())
+  with pytest.raises(ValueError, match=r"r.csv:3: regression label 'high' is not a number"):
+    own.decide_problem(words, own.REGRESSION, path=str(tmp_path / "r.csv"))
+  train = own.read_rows(write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\n"), own.Columns())
+  problem = own.decide_problem(train)
+  dev = own.read_rows(write(tmp_path / "dev.csv", "text,label\nc,pos\nd,meh\n"), own.Columns())
+  with pytest.raises(ValueError, match=r"dev.csv:3: label 'meh' is not among the training "
+                                       r"labels \(neg, pos\)"):
+    own.targets(dev, problem, str(tmp_path / "dev.csv"))
+  with pytest.raises(ValueError, match="choose one of auto, single_label_classification"):
+    own.decide_problem(train, "multilabel")
+  with pytest.raises(FileNotFoundError, match="--train_file=.*gone.csv not found"):
+    own.read_rows(str(tmp_path / "gone.csv"), own.Columns(), flag="--train_file")
+
+
+# ----------------------------------------------------------------------------- learning
+
+# Topics named by words the pydoc vocabulary (the tests' SentencePiece model) holds whole.
+TOPICS = {"data": ["list", "dict", "tuple"], "files": ["file", "path", "directory"],
+          "code": ["class", "method", "function"], "system": ["thread", "process", "signal"]}
+
+
+def topic_rows(count, rng):
+  """Multi-label topics: each text speaks of one to three topics and, half the time,
+  mentions another under negation, so the presence of a topic's word alone does not
+  decide it."""
+  names = sorted(TOPICS)
+  rows = []
+  for i in range(count):
+    chosen = sorted(rng.choice(names, size=int(rng.integers(1, 4)), replace=False))
+    clauses = [str(rng.choice(TOPICS[t])) for t in chosen]
+    rng.shuffle(clauses)
+    others = [t for t in names if t not in chosen]
+    if others and rng.random() < 0.5:
+      clauses.insert(int(rng.integers(0, len(clauses) + 1)),
+                     f"not {rng.choice(TOPICS[rng.choice(others)])}")
+    rows.append(dict(id=f"r{i}", text=", ".join(clauses), label=[str(t) for t in chosen]))
+  return rows
+
+
+def pair_rows(count, rng):
+  """A sentence pair of pydoc sentences (as the GLUE tests' keyword task): agree when the
+  second holds "indeed", disagree when it holds "however", anywhere in it."""
+  from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
+  sentences = [s.split() for doc in sample_corpus.pydoc_documents() for s in doc
+               if 4 <= len(s.split()) <= 8]
+  rows = []
+  for _ in range(count):
+    label = str(rng.choice(["agree", "disagree"], p=[0.65, 0.35]))
+    a, b = (list(sentences[k]) for k in rng.integers(len(sentences), size=2))
+    b.insert(int(rng.integers(0, len(b) + 1)),
+             {"agree": "indeed", "disagree": "however"}[label])
+    rows.append(dict(premise=" ".join(a), hypothesis=" ".join(b), label=label))
+  return rows
+
+
+def score_rows(count, rng):
+  """Regression: a score of half the good words less the bad ones."""
+  good, bad = ["great", "fine", "nice"], ["awful", "poor", "bad"]
+  rows = []
+  for _ in range(count):
+    k, m = rng.integers(0, 4, size=2)
+    words = list(rng.choice(good, size=k)) + list(rng.choice(bad, size=m)) + ["the", "file"]
+    rng.shuffle(words)
+    rows.append(dict(text=" ".join(words), label=(int(k) - int(m)) / 2))
+  return rows
+
+
+def write_split(path, rows, fieldnames=None):
+  import csv  # pylint: disable=import-outside-toplevel
+  if str(path).endswith(".jsonl"):
+    return jsonl(path, rows)
+  with open(path, "w", newline="", encoding="utf-8") as f:
+    writer = csv.DictWriter(f, fieldnames or list(rows[0]),
+                            delimiter="\t" if str(path).endswith(".tsv") else ",")
+    writer.writeheader()
+    for r in rows:
+      writer.writerow({k: ("|".join(v) if isinstance(v, list) else v) for k, v in r.items()})
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory, spm_model, learning_seed):
+  import tf_keras as keras  # pylint: disable=import-outside-toplevel
+  from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint  # pylint: disable=import-outside-toplevel
+  from test_glue import CFG  # pylint: disable=import-outside-toplevel
+  root = tmp_path_factory.mktemp("own_model")
+  keras.utils.set_random_seed(learning_seed)
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "model.ckpt-best"))
+  return dict(config=str(root / "albert_config.json"), init=init, spm=spm_model,
+              seed=learning_seed)
+
+
+def own_options(model, output_dir, **kwargs):
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  base = dict(output_dir=str(output_dir), albert_config_file=model["config"],
+              init_checkpoint=model["init"], spm_model_file=model["spm"], max_seq_length=32,
+              train_batch_size=32, eval_batch_size=64, predict_batch_size=64,
+              learning_rate=5e-3, train_step=240, warmup_step=24, save_checkpoints_steps=80,
+              keep_checkpoint_max=2, log_steps=40, progress=False, do_train=True, do_eval=True,
+              do_predict=True, seed=model["seed"])
+  base.update(kwargs)
+  return classification.ClassifierOptions(**base)
+
+
+def read_predictions(path):
+  return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_path):
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf import runs  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(model["seed"])
+  files = {split: jsonl(tmp_path / f"{split}.jsonl", topic_rows(n, rng))
+           for split, n in (("train", 800), ("dev", 200), ("test", 60))}
+  out = tmp_path / "topics"
+  result = classification.run(own_options(
+      model, out, train_file=files["train"], dev_file=files["dev"], test_file=files["test"],
+      id_column="id", export_dir=str(out / "serving"), train_step=800, warmup_step=80,
+      save_checkpoints_steps=200))
+  evaluation = result["eval"]
+  print("multi-label topics:", {k: round(v, 4) for k, v in evaluation.items() if "/" not in k})
+  assert evaluation["baseline_micro_f1"] < 0.7
+  assert evaluation["micro_f1"] >= max(0.75, evaluation["baseline_micro_f1"] + 0.15)
+  assert evaluation["exact_match"] >= 0.3 > evaluation["baseline_exact_match"]
+  assert set(f"f1/{t}" for t in TOPICS) <= set(evaluation)
+  record = runs.read_record(str(out))
+  assert (record["problem_type"], record["labels"]) == (own.MULTI, sorted(TOPICS))
+  assert (out / "labels.txt").read_text().split() == sorted(TOPICS)
+  predicted = read_predictions(out / "test_predictions.jsonl")
+  test_rows = [json.loads(line) for line in open(files["test"], encoding="utf-8")]
+  assert [p["index"] for p in predicted] == list(range(60))
+  assert [p["id"] for p in predicted] == [r["id"] for r in test_rows]
+  assert all(set(p["probabilities"]) == set(TOPICS) for p in predicted)
+  assert all(p["labels"] == [t for t in sorted(TOPICS) if p["probabilities"][t] > 0.5]
+             for p in predicted)
+  # The serving export: raw text in, sigmoids and the labels over the threshold out.
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  serving = tf.saved_model.load(str(out / "serving"))
+  served = serving.signatures["serving_default"](
+      sentence1=tf.constant([r["text"] for r in test_rows[:8]]))
+  np.testing.assert_allclose(served["probabilities"].numpy(),
+                             [[p["probabilities"][t] for t in sorted(TOPICS)]
+                              for p in predicted[:8]], atol=1e-5)
+  assert [[s.decode() for s in row if s] for row in served["labels"].numpy()] == [
+      p["labels"] for p in predicted[:8]]
+  # Hugging Face: config.json says the problem and names the labels (transformers'
+  # pipeline then applies sigmoids itself), and the directory reads back as the same model.
+  from albert_tf import build_hf_model  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import convert  # pylint: disable=import-outside-toplevel
+  convert.run(convert.ConvertOptions(input=str(out), output_format="hf",
+                                     output_dir=str(tmp_path / "hf")))
+  config = json.loads((tmp_path / "hf" / "config.json").read_text())
+  assert config["problem_type"] == own.MULTI and config["architectures"] == [
+      "AlbertForSequenceClassification"]
+  assert [config["id2label"][str(i)] for i in range(4)] == sorted(TOPICS)
+  written, _ = build_hf_model(str(tmp_path / "hf"))
+  ids = np.asarray([[2, 10, 11, 3]], np.int32)
+  inputs = dict(input_word_ids=ids, input_mask=np.ones_like(ids), input_type_ids=np.zeros_like(ids))
+  assert_close(written(inputs).numpy(), runs.Run.read(str(out)).model()(inputs).numpy(), 1e-6)
+  # A rerun that only predicts reads the problem and the labels from the run.
+  again = classification.run(own_options(model, out, do_train=False, do_eval=False,
+                                         train_file=None, dev_file=None,
+                                         test_file=files["test"], id_column="id"))
+  assert again["predict"]["rows"] == 60
+  repredicted = read_predictions(out / "test_predictions.jsonl")
+  assert [{k: v for k, v in p.items() if k != "probabilities"} for p in repredicted] == [
+      {k: v for k, v in p.items() if k != "probabilities"} for p in predicted]
+  # (a new model's trace sums in another order: float32 rounding, not another model)
+  np.testing.assert_allclose([list(p["probabilities"].values()) for p in repredicted],
+                             [list(p["probabilities"].values()) for p in predicted], atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_single_label_csv_pairs_and_regression_tsv_learn(model, tmp_path):
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(model["seed"])
+  pairs = {split: write_split(tmp_path / f"{split}.csv", pair_rows(n, rng))
+           for split, n in (("train", 600), ("dev", 200), ("test", 30))}
+  result = classification.run(own_options(
+      model, tmp_path / "pairs", train_file=pairs["train"], dev_file=pairs["dev"],
+      test_file=pairs["test"], text_columns="premise,hypothesis", max_seq_length=48,
+      train_batch_size=16, learning_rate=2e-3))
+  evaluation = result["eval"]
+  print("single-label pairs:", {k: round(v, 4) for k, v in evaluation.items() if "/" not in k})
+  assert evaluation["baseline_accuracy"] <= 0.75   # the majority class (65% of the rows)
+  assert evaluation["accuracy"] >= 0.9 and evaluation["macro_f1"] >= 0.85
+  assert evaluation["f1"] == evaluation["f1/disagree"] >= 0.85   # two classes: the second's
+  predicted = read_predictions(tmp_path / "pairs" / "test_predictions.jsonl")
+  assert all(p["label"] == max(p["probabilities"], key=p["probabilities"].get)
+             for p in predicted)
+
+  scores = {split: write_split(tmp_path / f"{split}.tsv", score_rows(n, rng))
+            for split, n in (("train", 600), ("dev", 200), ("test", 30))}
+  result = classification.run(own_options(
+      model, tmp_path / "scores", train_file=scores["train"], dev_file=scores["dev"],
+      test_file=scores["test"]))
+  evaluation = result["eval"]
+  print("regression:", evaluation)
+  assert evaluation["baseline_pearson"] == 0.0
+  assert evaluation["pearson"] >= 0.8 and evaluation["spearman"] >= 0.75
+  assert evaluation["mse"] < 0.5 * evaluation["baseline_mse"]
+  predicted = read_predictions(tmp_path / "scores" / "test_predictions.jsonl")
+  assert all(set(p) == {"index", "score"} for p in predicted)
+
+
+def test_own_files_and_a_glue_task_are_one_or_the_other(model, tmp_path):
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  train = jsonl(tmp_path / "train.jsonl", [{"text": "a", "label": "x"}])
+  with pytest.raises(ValueError, match=r"--task_name=MRPC.*--train_file=.*train.jsonl.*not both"):
+    classification.run(own_options(model, tmp_path / "out", task_name="MRPC",
+                                   train_file=train))
+  with pytest.raises(ValueError, match="--do_eval needs --dev_file"):
+    classification.run(own_options(model, tmp_path / "out", train_file=train))
+  with pytest.raises(ValueError, match="--best_metric=pearson is not a metric of "
+                                       "single_label_classification"):
+    classification.run(own_options(model, tmp_path / "out", train_file=train, dev_file=train,
+                                   do_predict=False, best_metric="pearson"))
+  assert not (tmp_path / "out").exists()
