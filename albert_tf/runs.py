@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
-from albert_tf.data import glue
+from albert_tf.data import glue, own
 from albert_tf.files import (LOCK_NAME, atomic_open, lock_directory, reading_checkpoint,
                              unlock_directory, write_json)
 from albert_tf.formats.tf_hub import exported_encoder_variables
@@ -50,7 +50,7 @@ class Kind:
   script: the script whose --output_dir holds such a run (for messages).
   build: (encoder, run) -> the task model over `encoder` (an AlbertEncoder, or the
     hub.KerasLayer of the encoder SavedModel the run was fine-tuned from).
-  lite: (model, run, seq_length) -> the TFLite module of the model, if it has one.
+  lite: (model, run, seq_length, tokenizer) -> the TFLite module of the model, if it has one.
   """
   name: str
   script: str
@@ -58,18 +58,18 @@ class Kind:
   lite: Optional[Callable] = None
 
 
-def _lite_classifier(model, run: "Run", seq_length: int):
+def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
-  if run.problem_type == "multi_label_classification":
+  if run.problem_type == own.MULTI:
     raise ValueError(f"{run.flag}={run.path} is a multi-label classifier; its TFLite file "
                      "would apply softmax, not sigmoids: use its serving or ONNX export")
-  return LiteClassifier(model, run.tokenizer(), seq_length, run.text_fields,
-                        run.problem_type == "regression")
+  return LiteClassifier(model, tokenizer, seq_length, run.text_fields,
+                        run.problem_type == own.REGRESSION)
 
 
-def _lite_tagger(model, run: "Run", seq_length: int):
+def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteTagger  # pylint: disable=g-import-not-at-top
-  return LiteTagger(model, run.tokenizer(), seq_length)
+  return LiteTagger(model, tokenizer, seq_length)
 
 
 KINDS = {
@@ -210,12 +210,12 @@ class Run:
     task = self.glue_task
     if task is None:
       return None
-    return "regression" if task.is_regression else "single_label_classification"
+    return own.REGRESSION if task.is_regression else own.SINGLE
 
   @property
   def num_outputs(self) -> int:
     """A classifier's outputs: one per label, or one score."""
-    if self.problem_type == "regression":
+    if self.problem_type == own.REGRESSION:
       return 1
     task = self.glue_task
     return task.num_labels if task is not None else len(self.record.get("labels") or [])
@@ -295,13 +295,15 @@ class Run:
     _read(model, checkpoint)
     return model
 
-  def lite_module(self, seq_length: Optional[int] = None):
+  def lite_module(self, seq_length: Optional[int] = None,
+                  tokenizer: Optional[FullTokenizer] = None):
     """The TFLite module of the run's model (`Kind.lite`), packing `seq_length` tokens
-    (default the run's)."""
+    (default the run's) with `tokenizer` (default the run's, read now)."""
     if self.kind.lite is None:
       raise ValueError(f"{self.flag}={self.path} holds a {self.task} run, which has no "
                        "TFLite signature")
-    return self.kind.lite(self.model(), self, seq_length or self.max_seq_length)
+    return self.kind.lite(self.model(), self, seq_length or self.max_seq_length,
+                          tokenizer or self.tokenizer())
 
 
 def _read(model, checkpoint: str) -> None:

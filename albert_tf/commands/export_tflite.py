@@ -126,7 +126,7 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
                      f"max_position_embeddings={config.max_position_embeddings}")
   representative, examples = None, None
   if opts.model_dir:
-    module = run_.lite_module(seq_length)
+    module = run_.lite_module(seq_length, tokenizer)
     if opts.data_dir:
       examples = representative_examples(opts.data_dir, run_.glue_task, module)
       representative = lambda: iter(examples)

@@ -140,7 +140,7 @@ def _label(value, columns: Columns, kind: str, path: str, line: int) -> Label:
                             and str(v).strip() for v in value):
       raise ValueError(f"{where}: label {value!r}: a multi-label list needs one or more "
                        "labels, each a string or number")
-    return [_text(v) for v in value]
+    return [_label_name(v) for v in value]
   if value is None or (isinstance(value, str) and not value.strip()):
     raise ValueError(f"{where}: empty label in column {columns.label!r}")
   if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -154,17 +154,14 @@ def _label(value, columns: Columns, kind: str, path: str, line: int) -> Label:
   return value if isinstance(value, (int, float)) else value.strip()
 
 
-def _text(value) -> str:
-  return value if isinstance(value, str) else _number_text(value)
-
-
-def _number_text(value: float) -> str:
+def _label_name(value) -> str:
+  """A label as text: numbers without a needless ".0" (3 and 3.0 are both "3")."""
+  if isinstance(value, str):
+    return value
   return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _as_number(value) -> Optional[float]:
-  if isinstance(value, (int, float)):
-    return float(value)
   try:
     return float(value)
   except (TypeError, ValueError):
@@ -228,10 +225,6 @@ def decide_problem(rows: Sequence[Row], problem_type: str = "auto",
                        "--problem_type=single_label_classification takes one label a row")
     names = {_label_name(r.label) for r in rows}
   return Problem(problem_type, natural_order(names))
-
-
-def _label_name(value) -> str:
-  return _number_text(value) if isinstance(value, (int, float)) else str(value)
 
 
 def natural_order(names) -> List[str]:

@@ -14,13 +14,13 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from albert_tf.cli import TPU_FLAGS, option
-from albert_tf.data import glue
+from albert_tf.data import glue, own
 from albert_tf.files import atomic_open, write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
+from albert_tf.tasks.own_data import OwnDataRun, per_example_loss as own_data_loss
 from albert_tf.training import metrics as metrics_lib
 
 
@@ -68,16 +68,9 @@ class ClassifierOptions(StepOptions):
 
 
 def per_example_loss(task: glue.GlueTask):
-  """The original losses: softmax cross-entropy, or squared error for regression."""
-  def loss_fn(model, batch, training):
-    logits = model(batch, training=training)                                  # [b, C]
-    labels = batch["label_ids"]
-    if task.is_regression:
-      return dict(loss=tf.square(logits[:, 0] - labels))
-    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
-    return dict(loss=loss, accuracy=correct)
-  return loss_fn
+  """The original losses: softmax cross-entropy, or squared error for regression (those of
+  your own files' single-label and regression problems)."""
+  return own_data_loss(own.REGRESSION if task.is_regression else own.SINGLE)
 
 
 def majority_baseline(train: Sequence[glue.InputExample], dev: Sequence[glue.InputExample],
@@ -235,6 +228,5 @@ def run(opts: ClassifierOptions) -> Dict[str, Dict[str, float]]:
   """Checks the flags and inputs, then trains / evaluates / predicts / exports: a GLUE task,
   or your own files (`albert_tf.tasks.own_data`)."""
   if opts.train_file or opts.dev_file or opts.test_file:
-    from albert_tf.tasks import own_data  # pylint: disable=g-import-not-at-top
-    return own_data.run(opts)
+    return OwnDataRun(opts).run()
   return GlueRun(opts).run()

@@ -320,8 +320,3 @@ def baseline_metrics(problem: own.Problem, train: np.ndarray, dev: np.ndarray,
   result = metrics_lib.single_label_metrics(dev, np.full(len(dev), majority),
                                             len(problem.labels))
   return {k: v for k, v in result.items() if k != "per_label"}
-
-
-def run(opts) -> Dict[str, Dict[str, float]]:
-  """Checks the flags and files, then trains / evaluates / predicts / exports."""
-  return OwnDataRun(opts).run()
