@@ -253,3 +253,70 @@ def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 
     with open(os.path.join(directory, f"{split}.txt"), "w", encoding="utf-8") as f:
       f.write("\n".join(lines) + "\n")
   return directory
+
+
+# ----------------------------------------------------------------------------- scripts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ABSL_FLAGS = None   # the flags defined before any script ran here (absl's own)
+
+
+def run_script(script, *flags, env=None, cwd=None):
+  """`python <script> <flags>`, run in this test process: the script's module code (its
+  flag definitions), absl's `app.run` parsing `flags`, its `main`, its exit status, stdout
+  and stderr, as a `subprocess.CompletedProcess`.
+
+  A new process would import TensorFlow again (~3 CPU-s of the 2-core budget each,
+  docs/testing.md). Tests that need a process of their own start one: a kill or a
+  signal, a variable a library reads when it is imported (HF_HUB_OFFLINE), two workers,
+  or what a whole process prints (`--helpfull`). `env` is set for the run and restored,
+  as are the environment, `sys.argv`, `sys.path`, the working directory, the flags, the
+  log verbosity and the warning filters.
+  """
+  import contextlib  # pylint: disable=g-import-not-at-top
+  import io  # pylint: disable=g-import-not-at-top
+  import runpy  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import warnings  # pylint: disable=g-import-not-at-top
+  from absl import app, flags as absl_flags, logging  # pylint: disable=g-import-not-at-top
+  from albert_tf import cli  # pylint: disable=g-import-not-at-top
+  global _ABSL_FLAGS
+  registry = absl_flags.FLAGS
+  if _ABSL_FLAGS is None:
+    _ABSL_FLAGS = set(registry)
+  path = os.path.join(ROOT, script)
+  argv = [path, *map(str, flags)]
+  saved = dict(environ=dict(os.environ), argv=sys.argv, path=list(sys.path), cwd=os.getcwd(),
+               verbosity=logging.get_verbosity(),
+               original=dict(cli._ORIGINAL))  # pylint: disable=protected-access
+  out, err = io.StringIO(), io.StringIO()
+  code = 0
+  try:
+    for name in set(registry) - _ABSL_FLAGS:   # the previous script's flags
+      delattr(registry, name)
+    registry.unparse_flags()
+    os.environ.update({k: str(v) for k, v in (env or {}).items()})
+    sys.argv = argv
+    if cwd:
+      os.chdir(cwd)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+        warnings.catch_warnings():
+      try:
+        module = runpy.run_path(path, run_name="__script__")
+        app.run(module["main"], argv=argv)
+      except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, (int, type(None))):
+          print(e.code, file=sys.stderr)
+  finally:
+    os.environ.clear()
+    os.environ.update(saved["environ"])
+    sys.argv, sys.path[:] = saved["argv"], saved["path"]
+    os.chdir(saved["cwd"])
+    logging.set_verbosity(saved["verbosity"])
+    cli._ORIGINAL.clear()   # the script's original flags, which go with its flags  # pylint: disable=protected-access
+    cli._ORIGINAL.update(saved["original"])  # pylint: disable=protected-access
+    for name in set(registry) - _ABSL_FLAGS:
+      delattr(registry, name)
+  return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())

@@ -7,8 +7,6 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,9 +19,8 @@ from albert_tf.formats import tf_hub as loading
 from albert_tf.formats import load_original_checkpoint
 from albert_tf.tasks import base
 from albert_tf.text.tokenization import FullTokenizer
-from common import assert_close, encoder_inputs, write_wordpiece_vocab
+from common import assert_close, encoder_inputs, run_script, write_wordpiece_vocab
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 CFG = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_hidden_groups=1,
            num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -91,9 +88,8 @@ def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path, learning_s
                learning_rate=2e-3, train_step=240, warmup_step=24, save_checkpoints_steps=80,
                do_train=True, do_eval=True, do_predict=True, export_dir=out / "serving",
                seed=learning_seed, noprogress=None)
-  result = subprocess.run([sys.executable, str(ROOT / "run_classifier.py")] +
-                          [f"--{k}" if v is None else f"--{k}={v}" for k, v in flags.items()],
-                          capture_output=True, text=True, timeout=1200)
+  result = run_script("run_classifier.py", *(f"--{k}" if v is None else f"--{k}={v}"
+                                              for k, v in flags.items()))
   assert result.returncode == 0, result.stderr[-3000:]
   with open(out / "eval_results.txt") as f:
     evaluation = {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
@@ -120,11 +116,9 @@ def test_run_classifier_fine_tunes_with_vocab_file(release, tmp_path, learning_s
 
 def test_export_recognizes_the_release_and_reloads_through_keras(release, tmp_path):
   albert = release / "albert_base_zh"
-  result = subprocess.run([sys.executable, str(ROOT / "hub_export" / "export.py"),
-                           f"--albert_directory={albert}", f"--export_path={tmp_path / 'enc'}",
-                           f"--export_preprocessing_path={tmp_path / 'pre'}",
-                           "--default_seq_length=32"],
-                          capture_output=True, text=True, timeout=900)
+  result = run_script("hub_export/export.py", f"--albert_directory={albert}",
+                      f"--export_path={tmp_path / 'enc'}",
+                      f"--export_preprocessing_path={tmp_path / 'pre'}", "--default_seq_length=32")
   assert result.returncode == 0, result.stderr[-3000:]
   # Both directories can move: the vocabulary is an asset inside each.
   for name in ("enc", "pre"):

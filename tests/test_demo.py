@@ -7,14 +7,15 @@ import sys
 
 import pytest
 
+from common import run_script
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 def test_demo_quick_runs_every_step(tmp_path):
   out = tmp_path / "demo"
-  done = subprocess.run([sys.executable, str(ROOT / "demo.py"), "--quick", f"--output_dir={out}"],
-                        capture_output=True, text=True, timeout=900, cwd=ROOT)
+  done = run_script("demo.py", "--quick", f"--output_dir={out}", cwd=ROOT)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
   text = done.stdout
   for step in ("1. SentencePiece vocabulary", "2. Pretraining data", "3. Pretraining",
@@ -31,7 +32,8 @@ def test_demo_quick_runs_every_step(tmp_path):
                "mrpc/eval_results.txt", "mrpc/learning_curve.png", "mrpc/MRPC.tsv",
                "mrpc/serving/saved_model.pb", "mrpc_dynamic_int8.tflite"):
     assert os.path.exists(out / path), path
-  # A second run never writes into an existing demo directory.
+  # A second run (a process of its own, as a user starts it) never writes into an existing
+  # demo directory.
   again = subprocess.run([sys.executable, str(ROOT / "demo.py"), "--quick", f"--output_dir={out}"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
   assert again.returncode != 0 and "exists and is not empty" in again.stderr

@@ -3,8 +3,6 @@
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 import types
 
 import numpy as np
@@ -19,14 +17,13 @@ from albert_tf.commands import export_tf_hub as command
 from albert_tf.export import tf_hub as export
 from albert_tf.text.tokenization import FullTokenizer
 import original_albert
-from common import BYTES, CORPUS, GROUPED, TINY, assert_close, encoder_inputs, random_inputs
+from common import (BYTES, CORPUS, GROUPED, TINY, assert_close, encoder_inputs, random_inputs,
+                    run_script)
 
-EXPORT_SCRIPT = str(pathlib.Path(__file__).resolve().parents[1] / "hub_export" / "export.py")
 
 
 def run_export(*flags):
-  return subprocess.run([sys.executable, EXPORT_SCRIPT, *flags], capture_output=True, text=True,
-                        timeout=900)
+  return run_script("hub_export/export.py", *flags)
 
 
 def write_released_layout(directory, cfg, spm_model):

@@ -37,6 +37,8 @@ def _error_line(done):
 
 
 def _run(script, *flags, env=None):
+  """A script in a process of its own: huggingface_hub reads HF_HOME and HF_HUB_OFFLINE
+  when it is imported, so a test of those variables needs a new process."""
   return subprocess.run([sys.executable, os.path.join(ROOT, script), *flags],
                         capture_output=True, text=True, timeout=600, cwd=ROOT,
                         env={**os.environ, **(env or {})})

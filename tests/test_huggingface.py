@@ -10,7 +10,6 @@ the same weights read from an original TF1 checkpoint.
 
 import json
 import os
-import subprocess
 import sys
 
 import ml_dtypes
@@ -25,9 +24,9 @@ from albert_tf.formats import huggingface
 from albert_tf.commands import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
 import original_albert
-from common import GROUPED, TINY, assert_close, encoder_inputs, random_inputs, write_wordpiece_vocab
+from common import (GROUPED, TINY, assert_close, encoder_inputs, random_inputs, run_script,
+                    write_wordpiece_vocab)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # transformers' name for each original one: (name, transposed), by hand from modeling_albert.py.
 _BLOCK = {"attention_1/self/query": "attention.query", "attention_1/self/key": "attention.key",
@@ -420,12 +419,12 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
   os.symlink(spm_model, os.path.join(hf, "spiece.model"))
   data = write_keyword_task(str(tmp_path / "MRPC"), sizes=(("train", 600), ("dev", 200)))
   out = tmp_path / "out"
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "run_classifier.py"), f"--albert_directory={hf}",
-       f"--data_dir={data}", f"--output_dir={out}", "--task_name=MRPC", "--do_train",
-       "--do_eval", f"--max_seq_length={SEQ}", "--train_batch_size=16", "--learning_rate=2e-3",
-       "--train_step=200", "--warmup_step=20", "--save_checkpoints_steps=100",
-       f"--seed={learning_seed}", "--noprogress"], capture_output=True, text=True, check=False)
+  result = run_script(
+      "run_classifier.py", f"--albert_directory={hf}",
+      f"--data_dir={data}", f"--output_dir={out}", "--task_name=MRPC", "--do_train",
+      "--do_eval", f"--max_seq_length={SEQ}", "--train_batch_size=16", "--learning_rate=2e-3",
+      "--train_step=200", "--warmup_step=20", "--save_checkpoints_steps=100",
+      f"--seed={learning_seed}", "--noprogress")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Initialized from" in result.stdout and "fresh: output_bias, output_weights" in \
       result.stdout
@@ -436,10 +435,8 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
   record = runs.read_record(str(out))
   assert record["spm_model_file"] == os.path.abspath(os.path.join(hf, "spiece.model"))
 
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "convert_checkpoint.py"), f"--input={out}",
-       "--output_format=hf", f"--output_dir={tmp_path / 'hf_mrpc'}"],
-      capture_output=True, text=True, check=False)
+  result = run_script("convert_checkpoint.py", f"--input={out}", "--output_format=hf",
+                      f"--output_dir={tmp_path / 'hf_mrpc'}")
   assert result.returncode == 0, result.stderr[-3000:]
   config = json.loads((tmp_path / "hf_mrpc" / "config.json").read_text())
   assert config["architectures"] == ["AlbertForSequenceClassification"]
@@ -449,10 +446,8 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
   x = encoder_inputs(random_inputs(cfg, batch=4, seq=SEQ))
   np.testing.assert_array_equal(written(x).numpy(), run.model(x).numpy())
   # A second conversion into the same directory is refused without a traceback.
-  again = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "convert_checkpoint.py"), f"--input={out}",
-       "--output_format=tf1", f"--output_dir={tmp_path / 'hf_mrpc'}"],
-      capture_output=True, text=True, check=False)
+  again = run_script("convert_checkpoint.py", f"--input={out}", "--output_format=tf1",
+                     f"--output_dir={tmp_path / 'hf_mrpc'}")
   assert again.returncode == 1 and "exists and is not empty" in again.stderr
   assert "Traceback" not in again.stderr
 

@@ -3,8 +3,6 @@ and compared with TensorFlow at shapes the conversion never saw."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -13,12 +11,11 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf import (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswerer,
-                       AlbertConfig, AlbertTokenClassifier)
+                       AlbertTokenClassifier)
 from albert_tf.commands import export_onnx
-from common import (GROUPED, assert_close, encoder_inputs, random_inputs, write_classifier_run,
-                    write_release)
+from common import (GROUPED, assert_close, encoder_inputs, random_inputs, run_script,
+                    write_classifier_run, write_release)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = dict(GROUPED, vocab_size=1500)   # 3 layers over 2 groups of 2 sub-blocks
 
 
@@ -134,9 +131,7 @@ def test_errors_name_the_flag_and_leave_files_alone(classifier_run, tmp_path):
   target.parent.mkdir()
   target.write_bytes(b"mine")
   (target.parent / "spiece.model").write_bytes(b"another vocabulary")
-  done = subprocess.run([sys.executable, os.path.join(ROOT, "hub_export", "export_onnx.py"),
-                         f"--model_dir={run}", f"--output_file={target}"],
-                        capture_output=True, text=True, timeout=300)
+  done = run_script("hub_export/export_onnx.py", f"--model_dir={run}", f"--output_file={target}")
   assert done.returncode == 1 and "Traceback" not in done.stderr
   assert "--output_file" in done.stderr and "--overwrite" in done.stderr
   with pytest.raises(FileExistsError, match="is another vocabulary"):

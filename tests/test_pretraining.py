@@ -18,7 +18,7 @@ from albert_tf.training import trainer
 from albert_tf import save_original_checkpoint
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
-from common import assert_close
+from common import assert_close, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -305,7 +305,7 @@ def test_kill_9_then_rerun_equals_uninterrupted_run(data, tmp_path):
   latest = tf.train.latest_checkpoint(str(out))
   assert latest and int(latest.rsplit("-", 1)[1]) < steps, latest
   assert not (out / f"model.ckpt-{steps}.index").exists()
-  result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+  result = run_script("run_pretraining.py", *cmd[2:])   # the same command, rerun
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"Resuming from {latest}" in result.stdout
   for wa, wb in zip(final_weights(tmp_path / "straight", steps), final_weights(out, steps)):

@@ -19,6 +19,7 @@ from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
 from albert_tf.text import tokenization
 import original_pretraining_data as original
+from common import run_script
 
 pytest.importorskip("apache_beam")
 from albert_tf.data import beam_pipeline  # pylint: disable=g-import-not-at-top
@@ -112,19 +113,6 @@ def _runs_in_words(positions, boundary):
   return [min(4, sum(1 for i, p in enumerate(r) if boundary[p] or i == 0)) for r in runs]
 
 
-def _statistics(instances):
-  """(count, mean length, share under half, masked per token, SOP negatives, run lengths)."""
-  lengths = np.array([len(t) for t, _, _, _ in instances])
-  masked = sum(len(p) for _, p, _, _ in instances)
-  runs = collections.Counter(n for _, p, b, _ in instances for n in _runs_in_words(p, b))
-  total = sum(runs.values())
-  return dict(count=len(instances), mean_length=lengths.mean(),
-              short=np.mean(lengths < OPTS.max_seq_length / 2),
-              masked_per_token=masked / lengths.sum(),
-              negatives=np.mean([neg for _, _, _, neg in instances]),
-              runs=np.array([runs[n] / total for n in (1, 2, 3, 4)]))
-
-
 def _instances_of_records(paths):
   """(original ids, output ids, masked positions, label) of each record."""
   out = []
@@ -172,7 +160,7 @@ def test_beam_output_is_the_originals_instances(inputs, spm_model, tmp_path):
   same multiset; the order is the keys'), so the original's instance statistics (count,
   mean length, share under half of max_seq_length, masked tokens per token) are equal."""
   shards = [str(tmp_path / f"train-{k}") for k in range(2)]
-  beam_pipeline.run(inputs[:1], shards, spm_model, OPTS, direct_num_workers=2)
+  beam_pipeline.run(inputs[:1], shards, spm_model, OPTS)
   ours = _instances_of_records(shards)
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
   documents = pd.read_documents(inputs[0], tokenizer)
@@ -268,15 +256,12 @@ def test_unreadable_inputs_and_shard_flags_are_named_before_any_work(tmp_path, s
 def test_the_script_runs_the_pipeline_into_numbered_shards(inputs, spm_model, runs, tmp_path):
   """create_pretraining_data.py --runner=DirectRunner --num_output_shards=3 writes the
   same bytes as the local path's three named files."""
-  import subprocess, sys  # pylint: disable=import-outside-toplevel,multiple-imports
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   out = tmp_path / "data" / "train.tfrecord"
-  cmd = [sys.executable, os.path.join(root, "create_pretraining_data.py"),
-         f"--input_file={','.join(inputs)}", f"--output_file={out}", "--num_output_shards=3",
+  cmd = [f"--input_file={','.join(inputs)}", f"--output_file={out}", "--num_output_shards=3",
          f"--spm_model_file={spm_model}", "--max_seq_length=128", "--max_predictions_per_seq=20",
          "--dupe_factor=2", "--random_seed=5", f"--chunk_mb={CHUNK_MB}",
          "--runner=DirectRunner", "--direct_num_workers=2", "--noprogress"]
-  result = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
+  result = run_script("create_pretraining_data.py", *cmd)
   assert result.returncode == 0, result.stderr[-3000:]
   shards = [f"{out}-0000{k}-of-00003" for k in range(3)]
   assert sorted(os.listdir(tmp_path / "data")) == sorted(os.path.basename(s) for s in shards)

@@ -4,8 +4,6 @@ bad input, the head's original names, and a tiny model that learns a generated s
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,9 +15,8 @@ from albert_tf import (AlbertConfig, AlbertMultipleChoice, AlbertPretrainer, loa
 from albert_tf.tasks import multiple_choice
 from albert_tf.data import race, sample_corpus
 from albert_tf.text.tokenization import FullTokenizer
-from common import assert_close, split_logits_by_bucketing
+from common import assert_close, run_script, split_logits_by_bucketing
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ARTICLE = {"article": "Tom has a red bike. He rides it to school every day.",
            "questions": ["What colour is Tom's bike?", "Tom rides his bike to _ ."],
@@ -153,14 +150,14 @@ def test_run_race_learns_a_generated_set_and_writes_its_outputs(tmp_path, spm_mo
   keras.utils.set_random_seed(learning_seed)   # the start weights
   init = save_original_checkpoint(AlbertPretrainer(cfg), str(tmp_path / "init" / "model.ckpt-0"))
   out = tmp_path / "out"
-  argv = [sys.executable, os.path.join(REPO, "run_race.py"), f"--data_dir={data}",
+  argv = [f"--data_dir={data}",
           f"--output_dir={out}", f"--albert_config_file={config}", f"--init_checkpoint={init}",
           f"--spm_model_file={spm_model}", "--do_train", "--do_eval", "--do_predict",
           "--max_seq_length=32", "--max_qa_length=16", "--train_batch_size=16",
           "--eval_batch_size=32", "--predict_batch_size=32", "--learning_rate=1e-3",
           "--train_step=500", "--warmup_step=50", "--save_checkpoints_steps=250",
           "--num_keep_checkpoint=1", "--log_steps=50", f"--seed={learning_seed}"]
-  done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+  done = run_script("run_race.py", *argv)
   assert done.returncode == 0, done.stderr[-3000:]
 
   def results(name):

@@ -5,8 +5,6 @@ names, and tiny models that learn generated v1.1 and v2.0 sets end to end."""
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,9 +16,8 @@ from albert_tf.tasks import question_answering
 from albert_tf.training import metrics
 from albert_tf.data import sample_corpus, squad
 from albert_tf.text.tokenization import FullTokenizer, preprocess_text
-from common import assert_close
+from common import assert_close, run_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ----------------------------------------------------------------------------- metrics
 
@@ -449,7 +446,7 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
 def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, learning_seed):
   out = tmp_path / "v2"
   flags = squad_options(squad_files, out, True, seed=learning_seed)
-  argv = [sys.executable, os.path.join(REPO, "run_squad.py")]
+  argv = []
   for key, value in vars(flags).items():
     if key == "progress":   # not a flag: the scripts always show progress
       continue
@@ -457,7 +454,7 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
       argv.append(f"--{key}" if value else f"--no{key}")
     elif value is not None:
       argv.append(f"--{key}={value}")
-  done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+  done = run_script("run_squad.py", *argv)
   assert done.returncode == 0, done.stderr[-3000:]
   dataset, predictions, _, null_odds, written = _check_output_files(
       out, squad_files["v2_dev"], True, 20)

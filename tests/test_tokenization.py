@@ -1,8 +1,6 @@
 import json
 import os
 import re
-import subprocess
-import sys
 import unicodedata
 
 import numpy as np
@@ -12,7 +10,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.text import packing, preprocessing, tokenization, vocab
-from common import BYTES, CORPUS, fuzz_texts
+from common import BYTES, CORPUS, fuzz_texts, run_script
 
 
 @pytest.fixture(scope="module")
@@ -229,18 +227,14 @@ def test_create_vocab_command(tmp_path):
   corpus = tmp_path / "text.txt"
   from albert_tf.data import sample_corpus
   sample_corpus.write_pydoc_corpus(str(corpus))
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  run = subprocess.run([sys.executable, os.path.join(root, "create_vocab.py"),
-                        f"--input_file={corpus}", f"--model_prefix={tmp_path / 'v'}",
-                        "--vocab_size=500", "--input_sentence_size=2000"],
-                       capture_output=True, text=True, timeout=300)
+  run = run_script("create_vocab.py", f"--input_file={corpus}", f"--model_prefix={tmp_path / 'v'}",
+                   "--vocab_size=500", "--input_sentence_size=2000")
   assert run.returncode == 0, run.stderr[-2000:]
   tok = tokenization.FullTokenizer(spm_model_file=str(tmp_path / "v.model"))
   assert tok.vocab_size == 500 and os.path.exists(tmp_path / "v.vocab")
   pieces = [line.split("\t")[0] for line in open(tmp_path / "v.vocab", encoding="utf-8")]
   assert pieces[:5] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
   assert set(vocab.USER_DEFINED_SYMBOLS) <= set(pieces)
-  again = subprocess.run([sys.executable, os.path.join(root, "create_vocab.py"),
-                          f"--input_file={tmp_path / 'nothing.txt'}", f"--model_prefix={tmp_path / 'w'}"],
-                         capture_output=True, text=True, timeout=300)
+  again = run_script("create_vocab.py", f"--input_file={tmp_path / 'nothing.txt'}",
+                     f"--model_prefix={tmp_path / 'w'}")
   assert again.returncode != 0 and "nothing.txt" in again.stderr
