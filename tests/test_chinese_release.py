@@ -5,7 +5,6 @@ hub_export/export.py --albert_directory, then back through hub.KerasLayer."""
 import csv
 import json
 import os
-import pathlib
 import shutil
 
 import numpy as np
