@@ -258,7 +258,18 @@ def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 
 # ----------------------------------------------------------------------------- scripts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_ABSL_FLAGS = None   # the flags defined before any script ran here (absl's own)
+# The modules a script's flags are registered to: albert_tf.cli defines a command's flags
+# from its options, and a script's own DEFINEs run under this name (run_script's run_name).
+_SCRIPT_MODULES = ("albert_tf.cli", "__script__")
+
+
+def _remove_script_flags(registry):
+  """Deletes the flags the last script defined, and no library's (tensorflow_hub defines
+  --tfhub_cache_dir when it is first imported, which may be during a script)."""
+  by_module = registry.flags_by_module_dict()
+  for name in {f.name for m in _SCRIPT_MODULES for f in by_module.get(m, [])}:
+    if name in registry:
+      delattr(registry, name)
 
 
 def run_script(script, *flags, env=None, cwd=None):
@@ -281,10 +292,7 @@ def run_script(script, *flags, env=None, cwd=None):
   import warnings  # pylint: disable=g-import-not-at-top
   from absl import app, flags as absl_flags, logging  # pylint: disable=g-import-not-at-top
   from albert_tf import cli  # pylint: disable=g-import-not-at-top
-  global _ABSL_FLAGS
   registry = absl_flags.FLAGS
-  if _ABSL_FLAGS is None:
-    _ABSL_FLAGS = set(registry)
   path = os.path.join(ROOT, script)
   argv = [path, *map(str, flags)]
   saved = dict(environ=dict(os.environ), argv=sys.argv, path=list(sys.path), cwd=os.getcwd(),
@@ -293,8 +301,7 @@ def run_script(script, *flags, env=None, cwd=None):
   out, err = io.StringIO(), io.StringIO()
   code = 0
   try:
-    for name in set(registry) - _ABSL_FLAGS:   # the previous script's flags
-      delattr(registry, name)
+    _remove_script_flags(registry)
     registry.unparse_flags()
     os.environ.update({k: str(v) for k, v in (env or {}).items()})
     sys.argv = argv
@@ -303,7 +310,7 @@ def run_script(script, *flags, env=None, cwd=None):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
         warnings.catch_warnings():
       try:
-        module = runpy.run_path(path, run_name="__script__")
+        module = runpy.run_path(path, run_name=_SCRIPT_MODULES[1])
         app.run(module["main"], argv=argv)
       except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -317,6 +324,5 @@ def run_script(script, *flags, env=None, cwd=None):
     logging.set_verbosity(saved["verbosity"])
     cli._ORIGINAL.clear()   # the script's original flags, which go with its flags  # pylint: disable=protected-access
     cli._ORIGINAL.update(saved["original"])  # pylint: disable=protected-access
-    for name in set(registry) - _ABSL_FLAGS:
-      delattr(registry, name)
+    _remove_script_flags(registry)
   return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())

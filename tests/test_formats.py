@@ -23,7 +23,7 @@ from albert_tf import (AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPret
 from albert_tf.commands import convert
 import original_albert
 from common import (GROUPED, TINY, assert_close, encoder_inputs, export_tf_models_module,
-                    random_inputs)
+                    random_inputs, run_script)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = dict(TINY, vocab_size=1500)
@@ -364,8 +364,9 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
             {"main": {n: str(hf_directories / "main" / n)
                       for n in os.listdir(hf_directories / "main")}})
   env = dict(TFHUB_CACHE_DIR=str(hub_cache), HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
-  done = _run("convert_checkpoint.py", f"--input={handle}", "--output_format=hf",
-              f"--output_dir={tmp_path / 'from_hub'}", env=env)
+  # tensorflow_hub reads TFHUB_CACHE_DIR at each call: its cases run in this process.
+  done = run_script("convert_checkpoint.py", f"--input={handle}", "--output_format=hf",
+                    f"--output_dir={tmp_path / 'from_hub'}", env=dict(TFHUB_CACHE_DIR=hub_cache))
   assert done.returncode == 0, done.stderr[-2000:]
   assert "TF-Hub encoder SavedModel" in done.stdout
   done = _run("hub_export/export.py", "--albert_directory=albert-org/tiny-albert",
@@ -374,11 +375,12 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
   inputs = encoder_inputs(random_inputs(CFG))
   assert_close(tf.saved_model.load(str(tmp_path / "exported"))(inputs)["pooled_output"],
                _released(modules["release"]).encoder(inputs)["pooled_output"], 1e-5)
-  for flag, name, words in (("--input", "albert-org/missing", ("HF_HUB_OFFLINE", "HF_HOME")),
-                            ("--input", "https://tfhub.dev/google/nothing/1",
-                             ("TFHUB_CACHE_DIR", str(hub_cache)))):
-    done = _run("convert_checkpoint.py", f"{flag}={name}", "--output_format=hf",
-                f"--output_dir={tmp_path / 'never'}", env=env)
+  for flag, name, words, run in (
+      ("--input", "albert-org/missing", ("HF_HUB_OFFLINE", "HF_HOME"), _run),
+      ("--input", "https://tfhub.dev/google/nothing/1", ("TFHUB_CACHE_DIR", str(hub_cache)),
+       run_script)):
+    done = run("convert_checkpoint.py", f"{flag}={name}", "--output_format=hf",
+               f"--output_dir={tmp_path / 'never'}", env=env)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     line = _error_line(done)
     assert f"{flag}={name}" in line and all(w in line for w in words), line
