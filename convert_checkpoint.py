@@ -1,8 +1,8 @@
 """Converts an ALBERT model between the layouts: Hugging Face <-> released TF1, heads included.
 
-  python convert_checkpoint.py --input=albert-base-v2 --output_format=tf1 \
+  python convert_checkpoint.py --model=albert-base-v2 --output_format=tf1 \
       --output_dir=albert_base_tf1
-  python convert_checkpoint.py --input=out/MRPC --output_format=hf --output_dir=hf/albert-mrpc
+  python convert_checkpoint.py --model=out/MRPC --output_format=hf --output_dir=hf/albert-mrpc
 
 --input is a Hugging Face directory, a released TF1 one (albert_config.json,
 model.ckpt-best), an output directory of run_classifier.py / run_race.py /

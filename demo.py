@@ -189,7 +189,7 @@ def main(argv):
   tflite_file = os.path.join(out, "mrpc_dynamic_int8.tflite")
   timings["TFLite"] = _run(
       "7. On device: the MRPC model as a dynamic-int8 TFLite file (raw text in)",
-      "hub_export/export_tflite.py", model_dir=mrpc_dir, output_file=tflite_file,
+      "hub_export/export_tflite.py", model=mrpc_dir, output_file=tflite_file,
       quantization="dynamic_int8")
   _classify_on_device(tflite_file, glue_dir)
 

@@ -128,7 +128,7 @@ def prepare(work: str, paths, seqs) -> dict:
       run(script("hub_export/export_onnx.py"), f"{source}={files['run']}",
           f"--output_file={files[name]}", f"--quantization={q}")
   if wanted & set(PEERS) and not os.path.exists(files["hf"]):
-    run(script("convert_checkpoint.py"), f"--input={files['run']}", "--output_format=hf",
+    run(script("convert_checkpoint.py"), f"--model={files['run']}", "--output_format=hf",
         f"--output_dir={files['hf']}")
   if wanted & {"ort_peer", "ort_peer_int8", "text_ort_peer"}:
     _peer_onnx(files)
@@ -144,7 +144,7 @@ def prepare(work: str, paths, seqs) -> dict:
                     ("dynamic_int8", "tflite_int8")):
       target = files[f"{name}_{seq}"]
       if name in wanted and not os.path.exists(target):
-        run(script("hub_export/export_tflite.py"), f"--model_dir={files['run']}",
+        run(script("hub_export/export_tflite.py"), f"--model={files['run']}",
             f"--output_file={target}", f"--quantization={q}", f"--max_seq_length={seq}")
   return files
 
@@ -230,8 +230,8 @@ def _ids_call(path: str, files: dict):
     return make
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if path == "tf_function":
-    from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
-    encoder = convert.read_source(files["run"]).model.encoder
+    from albert_tf import sources  # pylint: disable=g-import-not-at-top
+    encoder = sources.read(files["run"]).model.encoder
     serve = tf.function(lambda x: encoder(x, training=False))
     def make(seq):
       x = {k: tf.constant(v) for k, v in ids_inputs(seq).items()}

@@ -126,7 +126,7 @@ def main(_):
   for q in VARIANTS:
     paths[q] = os.path.join(work, f"{q}.tflite")
     if not os.path.exists(paths[q]):
-      export_tflite.run(export_tflite.TFLiteOptions(model_dir=model_dir, output_file=paths[q], quantization=q,
+      export_tflite.run(export_tflite.TFLiteOptions(model=model_dir, output_file=paths[q], quantization=q,
                                       max_seq_length=seq, data_dir=data_dir))
   latency = {(k, t): [] for k in paths for t in FLAGS.threads}
   for _ in range(FLAGS.rounds):

@@ -164,11 +164,11 @@ def albert_tf_to_transformers(torch, transformers, tmp):
 
 def classifier_run(torch, transformers, run_dir, data_dir, tmp, count):
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
+  from albert_tf import sources  # pylint: disable=g-import-not-at-top
   out = os.path.join(tmp, "hf_run")
   subprocess.run([sys.executable, os.path.join(ROOT, "convert_checkpoint.py"),
                   f"--input={run_dir}", "--output_format=hf", f"--output_dir={out}"], check=True)
-  source = convert.read_source(run_dir)
+  source = sources.read(run_dir)
   examples = glue.read_examples(data_dir, source.task, source.task.dev_splits[0])[:count]
   hf_model = transformers.AlbertForSequenceClassification.from_pretrained(out).eval()
   tokenizer = transformers.AutoTokenizer.from_pretrained(out, use_fast=False)

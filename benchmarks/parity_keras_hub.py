@@ -22,6 +22,7 @@ from absl import app, flags
 import numpy as np
 
 from albert_tf import AlbertEncoder, formats, load_checkpoint
+from albert_tf import sources
 from albert_tf.commands import convert
 
 flags.DEFINE_string("release", None, "A released-layout directory.")
@@ -45,7 +46,7 @@ def main(_):
   import keras_hub  # pylint: disable=g-import-not-at-top
   os.makedirs(FLAGS.work_dir)
   backbone_dir = os.path.join(FLAGS.work_dir, "backbone")
-  source = convert.read_source(FLAGS.release)
+  source = sources.read(FLAGS.release)
   convert.write_keras_hub(source, backbone_dir)
   ours, theirs = _inputs(source.config.vocab_size)
   encoder = getattr(source.model, "encoder", source.model)
@@ -55,7 +56,7 @@ def main(_):
         f"sequence {np.abs(a['sequence_output'] - b['sequence_output'])[keep].max():.2e}")
   if FLAGS.classifier_run:
     task_dir = os.path.join(FLAGS.work_dir, "classifier")
-    run = convert.read_source(FLAGS.classifier_run)
+    run = sources.read(FLAGS.classifier_run)
     convert.write_keras_hub(run, task_dir)
     task = keras_hub.models.AlbertTextClassifier.from_preset(task_dir, preprocessor=None)
     ours, theirs = _inputs(run.config.vocab_size, seq=run.max_seq_length or 64)

@@ -89,7 +89,7 @@ def _fine_tune(release, spm, work, modules, hf_dir):
   for name, accuracies in results.items():
     print(f"{name}: dev accuracy {', '.join(f'{a:.4f}' for a in accuracies)} "
           f"(mean {np.mean(accuracies):.4f}, spread {np.ptp(accuracies):.4f})")
-  _script("convert_checkpoint.py", f"--input={modules['tf-models module']}",
+  _script("convert_checkpoint.py", f"--model={modules['tf-models module']}",
           "--output_format=hf", f"--output_dir={hf_dir}")
 
 

@@ -1,7 +1,7 @@
 """Converts an encoder or a fine-tuned run to ONNX (tf2onnx), float32 or dynamic int8.
 
-  python hub_export/export_onnx.py --model_dir=out/MRPC --output_file=onnx/mrpc.onnx
-  python hub_export/export_onnx.py --albert_directory=albert_base \
+  python hub_export/export_onnx.py --model=out/MRPC --output_file=onnx/mrpc.onnx
+  python hub_export/export_onnx.py --model=albert_base \
       --output_file=onnx/albert_base.onnx --quantization=dynamic_int8
 
 Inputs `input_word_ids`, `input_mask`, `input_type_ids` (int32, dynamic batch and

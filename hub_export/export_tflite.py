@@ -1,16 +1,16 @@
 """Converts a fine-tuned classifier or tagger to a TFLite (LiteRT) file that takes raw text.
 
-  python hub_export/export_tflite.py --model_dir=out/MRPC \
+  python hub_export/export_tflite.py --model=out/MRPC \
       --output_file=mrpc.tflite --quantization=dynamic_int8
 
 a run_ner.py run (the sentence in; a tag id per packed piece out, `tag_ids` [1, S],
 with the packed `input_word_ids`):
 
-  python hub_export/export_tflite.py --model_dir=out/conll2003 --output_file=ner.tflite
+  python hub_export/export_tflite.py --model=out/conll2003 --output_file=ner.tflite
 
 or a bare encoder (sequence and pooled outputs) for a head of one's own:
 
-  python hub_export/export_tflite.py --albert_directory=albert_base \
+  python hub_export/export_tflite.py --model=albert_base \
       --output_file=albert_base.tflite --segments=2
 
 The file tokenizes in the model (tensorflow-text's TFLite ops): its

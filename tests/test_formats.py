@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer,
                        formats, load_checkpoint)
+from albert_tf import sources
 from albert_tf.commands import convert
 import original_albert
 from common import (GROUPED, TINY, assert_close, encoder_inputs, export_tf_models_module,
@@ -129,7 +130,7 @@ def test_a_tf_models_module_reads_with_its_config_and_outputs(modules, which):
 def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(modules, tmp_path):
   for fmt, which in (("hf", "mlm"), ("tf1", "mlm"), ("hf", "encoder")):
     out = tmp_path / f"{fmt}_{which}"
-    convert.run(convert.ConvertOptions(input=modules[which], output_format=fmt,
+    convert.run(convert.ConvertOptions(model=modules[which], output_format=fmt,
                                        output_dir=str(out)))
     found = formats.read_model_directory(str(out))
     if fmt == "hf":
@@ -149,13 +150,13 @@ def test_a_tf_models_module_converts_to_hf_and_tf1_without_an_untrained_head(mod
 
 def test_a_tf_models_module_exports_to_tf_hub_and_tflite_s_encoder(modules, tmp_path):
   from albert_tf.commands import export_tf_hub as export  # pylint: disable=g-import-not-at-top
-  from albert_tf.commands import export_tflite  # pylint: disable=g-import-not-at-top
   written = export.export_from_sources(str(tmp_path / "enc"), str(tmp_path / "pre"),
                                        albert_directory=modules["mlm"])
   inputs = encoder_inputs(random_inputs(CFG))
   theirs = tf.saved_model.load(modules["mlm"])(inputs)["pooled_output"]
   assert_close(tf.saved_model.load(written["encoder"])(inputs)["pooled_output"], theirs, 1e-5)
-  encoder, tokenizer, config = export_tflite.read_encoder(None, modules["mlm"])
+  source = sources.read(modules["mlm"], require_vocabulary=True)
+  encoder, tokenizer, config = source.encoder, source.tokenizer, source.config
   assert config.num_hidden_layers == CFG["num_hidden_layers"] and tokenizer.do_lower_case
   assert_close(encoder(inputs)["pooled_output"], theirs, 1e-5)
 
@@ -188,7 +189,7 @@ def test_albert_tf_writes_a_preset_keras_hub_loads(modules, tmp_path, spm_model)
   import keras_hub  # pylint: disable=g-import-not-at-top
   from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
   out = tmp_path / "preset"
-  convert.run(convert.ConvertOptions(input=modules["release"], output_format="keras_hub",
+  convert.run(convert.ConvertOptions(model=modules["release"], output_format="keras_hub",
                                      output_dir=str(out), spm_model_file=spm_model))
   backbone = keras_hub.models.Backbone.from_preset(str(out))
   assert type(backbone).__name__ == "AlbertBackbone"
@@ -219,7 +220,7 @@ def test_a_classifier_becomes_an_albert_text_classifier_preset(tmp_path, spm_mod
   run.mkdir()
   write_classifier_run(run, model, cfg, 16, task="MNLI", spm_model_file=spm_model)
   out = tmp_path / "preset"
-  convert.run(convert.ConvertOptions(input=str(run), output_format="keras_hub",
+  convert.run(convert.ConvertOptions(model=str(run), output_format="keras_hub",
                                      output_dir=str(out)))
   task = keras_hub.models.AlbertTextClassifier.from_preset(str(out), preprocessor=None)
   theirs = task(dict(token_ids=inputs["input_word_ids"], segment_ids=inputs["input_type_ids"],
@@ -230,7 +231,7 @@ def test_a_classifier_becomes_an_albert_text_classifier_preset(tmp_path, spm_mod
   again = AlbertClassifier(found.config, found.num_labels)
   load_checkpoint(again, str(out))
   assert_close(again(inputs, training=False), logits, 1e-5)
-  convert.run(convert.ConvertOptions(input=str(out), output_format="hf",   # --input=<preset>
+  convert.run(convert.ConvertOptions(model=str(out), output_format="hf",   # --input=<preset>
                                      output_dir=str(tmp_path / "hf")))
   hf = formats.read_model_directory(str(tmp_path / "hf"))
   assert hf.heads == ["classifier"] and hf.num_labels == 3 and hf.spm_model_file
@@ -303,7 +304,7 @@ def hf_directories(modules, tmp_path_factory):
   """Two Hugging Face directories of the module's weights: as they are, and with the
   pooler scaled (another revision)."""
   root = tmp_path_factory.mktemp("hf")
-  convert.run(convert.ConvertOptions(input=modules["release"], output_format="hf",
+  convert.run(convert.ConvertOptions(model=modules["release"], output_format="hf",
                                      output_dir=str(root / "main")))
   model = _released(modules["release"])
   model.encoder.pooler.kernel.assign(model.encoder.pooler.kernel * 2)
@@ -365,7 +366,7 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
                       for n in os.listdir(hf_directories / "main")}})
   env = dict(TFHUB_CACHE_DIR=str(hub_cache), HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
   # tensorflow_hub reads TFHUB_CACHE_DIR at each call: its cases run in this process.
-  done = run_script("convert_checkpoint.py", f"--input={handle}", "--output_format=hf",
+  done = run_script("convert_checkpoint.py", f"--model={handle}", "--output_format=hf",
                     f"--output_dir={tmp_path / 'from_hub'}", env=dict(TFHUB_CACHE_DIR=hub_cache))
   assert done.returncode == 0, done.stderr[-2000:]
   assert "TF-Hub encoder SavedModel" in done.stdout
@@ -428,3 +429,28 @@ def test_the_dispatcher_tells_a_pretraining_output_from_a_release(tmp_path):
                                 model.encoder(inputs)["pooled_output"])
   formats.save_original_checkpoint(model, str(tmp_path / "model.ckpt-best"))
   assert formats.layout_of(str(tmp_path / "model.ckpt-best")) is formats.tf1
+
+
+def test_the_model_flag_takes_its_old_names_with_one_line(capsys, tmp_path):
+  """--model is the one name of "the model to read"; each command's earlier names still
+  work, with one line saying so; two at once, or none, is an error naming them."""
+  from albert_tf.commands import export_onnx, export_tflite  # pylint: disable=import-outside-toplevel
+  for options, old in ((convert.ConvertOptions(input="x", output_format="hf", output_dir="y"),
+                        "input"),
+                       (export_tflite.TFLiteOptions(hub_module="x", output_file="y"), "hub_module"),
+                       (export_onnx.OnnxOptions(export_path="x", output_file="y"), "export_path")):
+    aliases = {"input": ("input",), "hub_module": export_tflite.OLD_NAMES,
+               "export_path": export_onnx.OLD_NAMES}[old]
+    assert sources.model_flag(options, aliases) == ("x", f"--{old}")
+    assert capsys.readouterr().out == (f"--{old} is an old name of --model (it still works): "
+                                       "the model to read\n")
+  new = export_onnx.OnnxOptions(model="x", output_file="y")
+  assert sources.model_flag(new, export_onnx.OLD_NAMES) == ("x", "--model")
+  assert capsys.readouterr().out == ""
+  both = convert.ConvertOptions(model="a", input="b", output_format="hf", output_dir="y")
+  with pytest.raises(ValueError, match=r"pass one of --model and its old names \(--input\); "
+                                       r"got --model, --input"):
+    sources.model_flag(both, ("input",))
+  with pytest.raises(ValueError, match="pass --model: The model to read"):
+    convert.run(convert.ConvertOptions(output_format="hf", output_dir=str(tmp_path / "out")))
+  assert not (tmp_path / "out").exists()

@@ -19,7 +19,7 @@ from safetensors.numpy import save_file
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, runs
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, runs, sources
 from albert_tf.formats import huggingface
 from albert_tf.commands import convert
 from albert_tf.text.huggingface import read_hf_vocabulary
@@ -346,14 +346,14 @@ def test_tf1_to_hf_to_tf1_gives_back_the_same_tensors_bit_for_bit(tmp_path, spm_
   AlbertConfig.from_dict(dict(GROUPED, vocab_size=1500)).to_json_file(
       str(release / "albert_config.json"))
   os.symlink(spm_model, release / "30k-clean.model")
-  convert.run(convert.ConvertOptions(input=str(release), output_format="hf",
+  convert.run(convert.ConvertOptions(model=str(release), output_format="hf",
                                      output_dir=str(tmp_path / "hf")))
   assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors",
                                                  "special_tokens_map.json", "spiece.model",
                                                  "tokenizer_config.json"]
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["architectures"] == ["AlbertForPreTraining"] and config["hidden_act"] == "gelu_new"
-  convert.run(convert.ConvertOptions(input=str(tmp_path / "hf"), output_format="tf1",
+  convert.run(convert.ConvertOptions(model=str(tmp_path / "hf"), output_format="tf1",
                                      output_dir=str(tmp_path / "back")))
   back = _checkpoint_tensors(str(tmp_path / "back" / "model.ckpt-best"))
   assert sorted(back) == sorted(weights)
@@ -366,7 +366,7 @@ def test_tf1_to_hf_to_tf1_gives_back_the_same_tensors_bit_for_bit(tmp_path, spm_
   (tmp_path / "taken").mkdir()
   (tmp_path / "taken" / "mine.txt").write_text("keep")
   with pytest.raises(FileExistsError, match="taken exists and is not empty"):
-    convert.run(convert.ConvertOptions(input=str(release), output_format="hf",
+    convert.run(convert.ConvertOptions(model=str(release), output_format="hf",
                                        output_dir=str(tmp_path / "taken")))
   assert os.listdir(tmp_path / "taken") == ["mine.txt"]
 
@@ -435,18 +435,18 @@ def test_run_classifier_fine_tunes_from_a_hugging_face_directory(tmp_path, spm_m
   record = runs.read_record(str(out))
   assert record["spm_model_file"] == os.path.abspath(os.path.join(hf, "spiece.model"))
 
-  result = run_script("convert_checkpoint.py", f"--input={out}", "--output_format=hf",
+  result = run_script("convert_checkpoint.py", f"--model={out}", "--output_format=hf",
                       f"--output_dir={tmp_path / 'hf_mrpc'}")
   assert result.returncode == 0, result.stderr[-3000:]
   config = json.loads((tmp_path / "hf_mrpc" / "config.json").read_text())
   assert config["architectures"] == ["AlbertForSequenceClassification"]
   assert config["id2label"] == {"0": "0", "1": "1"}
-  run = convert.read_source(str(out))
+  run = sources.read(str(out))
   written, _ = albert_tf.build_hf_model(str(tmp_path / "hf_mrpc"))
   x = encoder_inputs(random_inputs(cfg, batch=4, seq=SEQ))
   np.testing.assert_array_equal(written(x).numpy(), run.model(x).numpy())
   # A second conversion into the same directory is refused without a traceback.
-  again = run_script("convert_checkpoint.py", f"--input={out}", "--output_format=tf1",
+  again = run_script("convert_checkpoint.py", f"--model={out}", "--output_format=tf1",
                      f"--output_dir={tmp_path / 'hf_mrpc'}")
   assert again.returncode == 1 and "exists and is not empty" in again.stderr
   assert "Traceback" not in again.stderr
@@ -467,7 +467,7 @@ def test_a_run_fine_tuned_from_a_tf_hub_export_converts_too(tmp_path, spm_model)
   runs.write_run(str(run), dict(task="MRPC", model=cfg, hub=str(tmp_path / "hub"),
                                 do_lower_case=True, max_seq_length=16,
                                 spm_model_file=spm_model), model)
-  convert.run(convert.ConvertOptions(input=str(run), output_format="hf",
+  convert.run(convert.ConvertOptions(model=str(run), output_format="hf",
                                      output_dir=str(tmp_path / "hf")))
   written, _ = albert_tf.build_hf_model(str(tmp_path / "hf"))
   x = encoder_inputs(random_inputs(cfg))

@@ -27,9 +27,12 @@ ALLOWED = {
     # The owner of a trained run's record: below the tasks that write it, above what it
     # rebuilds a run's model from.
     "runs.py": {"modeling", "text", "data", "formats", "export", "training", "files", "cli"},
+    # The one resolver of "the model to read": a model directory or name (formats), or a
+    # run (runs), with its vocabulary checked once.
+    "sources.py": {"runs", "modeling", "text", "data", "formats", "files"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
-    "commands": {"runs", "export", "formats", "modeling", "text", "data", "training", "files",
+    "commands": {"sources", "runs", "export", "formats", "modeling", "text", "data", "training", "files",
                  "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),

@@ -87,7 +87,7 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
 
   # To Hugging Face (AlbertForTokenClassification, id2label) and back: the same logits.
   hf = tmp_path / "hf"
-  convert.run(convert.ConvertOptions(input=str(out), output_format="hf", output_dir=str(hf)))
+  convert.run(convert.ConvertOptions(model=str(out), output_format="hf", output_dir=str(hf)))
   config = json.loads((hf / "config.json").read_text())
   assert config["architectures"] == ["AlbertForTokenClassification"]
   assert [config["id2label"][str(i)] for i in range(4)] == ["O", "B-LOC", "B-PER", "I-PER"]
@@ -143,7 +143,7 @@ def check_lite_tags(run_dir, path, sentences, predicted, seq_length, joiner=" ")
   pieces (WordPiece) in, the task's pieces (each word's in turn) and the task's tag at each
   word's first piece out."""
   from albert_tf.export.tflite import load_interpreter  # pylint: disable=g-import-not-at-top
-  result = export_tflite.run(export_tflite.TFLiteOptions(model_dir=str(run_dir),
+  result = export_tflite.run(export_tflite.TFLiteOptions(model=str(run_dir),
                                                      output_file=str(path), quantization="none"))
   assert result["tflite"]["size_mb"] > 0
   tokenizer = runs.Run.read(str(run_dir)).tokenizer()

@@ -131,14 +131,14 @@ def test_errors_name_the_flag_and_leave_files_alone(classifier_run, tmp_path):
   target.parent.mkdir()
   target.write_bytes(b"mine")
   (target.parent / "spiece.model").write_bytes(b"another vocabulary")
-  done = run_script("hub_export/export_onnx.py", f"--model_dir={run}", f"--output_file={target}")
+  done = run_script("hub_export/export_onnx.py", f"--model={run}", f"--output_file={target}")
   assert done.returncode == 1 and "Traceback" not in done.stderr
   assert "--output_file" in done.stderr and "--overwrite" in done.stderr
   with pytest.raises(FileExistsError, match="is another vocabulary"):
-    export_onnx.run(export_onnx.OnnxOptions(model_dir=str(run), output_file=str(target),
+    export_onnx.run(export_onnx.OnnxOptions(model=str(run), output_file=str(target),
                                             overwrite=True))
   assert target.read_bytes() == b"mine"
   assert (target.parent / "spiece.model").read_bytes() == b"another vocabulary"
   assert sorted(os.listdir(target.parent)) == ["model.onnx", "spiece.model"]
-  with pytest.raises(ValueError, match="exactly one of --model_dir"):
+  with pytest.raises(ValueError, match="pass --model: The model to read"):
     export_onnx.run(export_onnx.OnnxOptions(output_file=str(tmp_path / "x.onnx")))

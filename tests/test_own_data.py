@@ -255,7 +255,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   # pipeline then applies sigmoids itself), and the directory reads back as the same model.
   from albert_tf import build_hf_model  # pylint: disable=import-outside-toplevel
   from albert_tf.commands import convert  # pylint: disable=import-outside-toplevel
-  convert.run(convert.ConvertOptions(input=str(out), output_format="hf",
+  convert.run(convert.ConvertOptions(model=str(out), output_format="hf",
                                      output_dir=str(tmp_path / "hf")))
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["problem_type"] == own.MULTI and config["architectures"] == [

@@ -68,16 +68,16 @@ def paths(tmp_path_factory, spm_model):
                        FullTokenizer(spm_model_file=spm_model), 32, 8,
                        ["O", "B-PER", "I-PER"], "IOB2", per_character=False)
   run = write_classifier_run(root / "mrpc_run", classifier, cfg, 32, spm_model_file=spm_model)
-  export_tflite.run(export_tflite.TFLiteOptions(model_dir=run, output_file=str(root / "mrpc.tflite")))
+  export_tflite.run(export_tflite.TFLiteOptions(model=run, output_file=str(root / "mrpc.tflite")))
   zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
   zh_cfg = dict(cfg, vocab_size=zh_tokenizer.vocab_size)
   zh_classifier = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(zh_cfg)), num_classes=2)
   zh_run = write_classifier_run(root / "zh_run", zh_classifier, zh_cfg, 32,
                                 vocab_file=str(zh / "vocab_chinese.txt"))
-  export_tflite.run(export_tflite.TFLiteOptions(model_dir=zh_run, output_file=str(root / "zh.tflite")))
-  convert.run(convert.ConvertOptions(input=str(root / "albert_base"), output_format="hf",
+  export_tflite.run(export_tflite.TFLiteOptions(model=zh_run, output_file=str(root / "zh.tflite")))
+  convert.run(convert.ConvertOptions(model=str(root / "albert_base"), output_format="hf",
                                      output_dir=str(root / "albert-base-v2")))
-  export_onnx.run(export_onnx.OnnxOptions(model_dir=run, output_file=str(root / "onnx" /
+  export_onnx.run(export_onnx.OnnxOptions(model=run, output_file=str(root / "onnx" /
                                                                           "mrpc.onnx")))
   return root
 

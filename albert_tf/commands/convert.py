@@ -1,6 +1,6 @@
 """convert_checkpoint.py: any ALBERT model directory to a Hugging Face or a released TF1 one.
 
-Inputs, recognized by what they hold:
+--model (the old name --input still works), recognized by what it holds:
 - a Hugging Face directory (config.json + model.safetensors, shards or
   pytorch_model.bin; `architectures` says which heads);
 - a released TF1 directory (albert_config.json + model.ckpt-best; the heads
@@ -21,101 +21,19 @@ The output directory appears whole or not at all.
 import dataclasses
 import os
 import shutil
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
-from albert_tf import runs
+from albert_tf import sources
 from albert_tf.cli import Checked, option
-from albert_tf.data import glue
 from albert_tf.files import atomic_directory
-from albert_tf import formats
 from albert_tf.formats import huggingface, keras_hub
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
-from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import for_heads
+from albert_tf.sources import Source
 from albert_tf.text.huggingface import save_hf_tokenizer
 from albert_tf.text.tokenization import FullTokenizer
 
 FORMATS = ("hf", "tf1", "keras_hub")
-
-
-@dataclasses.dataclass
-class Source:
-  """A model read from any layout, with what its writers need besides the weights."""
-  path: str
-  kind: str                                  # what it was read as, for messages
-  model: object                              # AlbertEncoder, AlbertPretrainer or a task model
-  tokenizer: Optional[FullTokenizer]
-  labels: Optional[List[str]] = None         # a classifier's label names, in id order
-  problem_type: Optional[str] = None
-  classifier_dropout_prob: float = 0.1
-  task: Optional[glue.GlueTask] = None       # a run_classifier.py run's GLUE task
-  max_seq_length: Optional[int] = None       # a fine-tuning run's sequence length
-  fresh: List[str] = dataclasses.field(default_factory=list)   # heads the input did not hold
-
-  @property
-  def config(self) -> AlbertConfig:
-    return (self.model if isinstance(self.model, AlbertEncoder) else self.model.encoder).config
-
-
-def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> Optional[FullTokenizer]:
-  if not (spm_model_file or vocab_file):
-    return None
-  path = spm_model_file or vocab_file
-  if not os.path.exists(path):
-    raise FileNotFoundError(f"the vocabulary of {where}, {path}, is missing")
-  return FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
-                       do_lower_case=True if do_lower_case is None else do_lower_case)
-
-
-def _read_run(path: str, spm_model_file=None, vocab_file=None) -> Source:
-  """An output directory of run_classifier.py, run_ner.py, run_race.py, run_squad.py or
-  run_pretraining.py, read through its owner, `albert_tf.runs`."""
-  run = runs.Run.read(path, "--input")
-  return Source(path, f"{run.task} run", run.model(), run.tokenizer(spm_model_file, vocab_file),
-                run.labels, run.problem_type, run.dropout, run.glue_task, run.max_seq_length)
-
-
-def read_source(path: str, spm_model_file: Optional[str] = None,
-                vocab_file: Optional[str] = None, do_lower_case: bool = True,
-                checkpoint_name: str = RELEASED_CHECKPOINT) -> Source:
-  """Reads a model in any of the layouts above (a name is resolved first: a hub handle or
-  a Hugging Face repo id); `spm_model_file` / `vocab_file` give or replace its
-  vocabulary. Errors name the directory and the file."""
-  path = formats.resolve(path, "--input")
-  if not os.path.isdir(path):
-    raise FileNotFoundError(f"--input={path} is not a directory")
-  if runs.Run.exists(path):
-    return _read_run(path, spm_model_file, vocab_file)
-  found = formats.read_model_directory(path, "--input", checkpoint_name)
-  explicit = bool(spm_model_file or vocab_file)
-  if not explicit:
-    spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
-    do_lower_case = do_lower_case if found.do_lower_case is None else found.do_lower_case
-  if found.layout == huggingface.NAME:
-    model, report = huggingface.build_hf_model(path)
-    info = huggingface.read_hf_config(path)[1]
-    source = Source(path, "Hugging Face directory", model, None, info.labels, info.problem_type,
-                    info.classifier_dropout_prob or 0.1)
-  else:
-    model = for_heads(found.heads, found.config, found.num_labels)
-    report = formats.load_checkpoint(model, found.checkpoint)
-    kinds = {"tf1": "released TF1 directory", "tf_hub": "TF-Hub encoder SavedModel",
-             "keras_hub": "KerasHub preset"}
-    # A classifier with a label count but no names (KerasHub, TF1) is named as transformers
-    # names them, so that its config.json says how many there are.
-    labels = found.labels or ([f"LABEL_{i}" for i in range(found.num_labels)]
-                              if found.num_labels else None)
-    source = Source(path, kinds[found.layout], model, None, labels)
-  # Heads the source did not hold (a tf-models module has no sentence-order head) are
-  # not written out as if trained.
-  source.fresh = [n.split(" ")[0] for n in report.freshly_initialized]
-  vocabulary = spm_model_file or vocab_file
-  if not explicit and (not vocabulary or not os.path.exists(vocabulary)):
-    print(f"{path} holds no vocabulary{': ' + found.vocabulary_error if found.vocabulary_error else ''}")
-    return source   # the weights alone
-  source.tokenizer = _tokenizer(spm_model_file, vocab_file, do_lower_case, path)
-  return source
 
 
 def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
@@ -180,9 +98,8 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
 @dataclasses.dataclass(kw_only=True)
 class ConvertOptions(Checked):
   """convert_checkpoint.py's flags."""
-  input: str = option(help="A model directory: Hugging Face, released TF1, a run_classifier / "
-                      "run_race / run_squad / run_pretraining --output_dir, or an encoder "
-                      "SavedModel of hub_export/export.py.")
+  model: Optional[str] = option(None, sources.HELP)
+  input: Optional[str] = option(None, "The old name of --model (it still works).")
   output_format: str = option(help="hf (config.json + model.safetensors, for transformers), "
                               "tf1 (albert_config.json + model.ckpt-best, the original names) "
                               "or keras_hub (a KerasHub preset for Keras 3).",
@@ -194,24 +111,27 @@ class ConvertOptions(Checked):
                                      "instead of --spm_model_file.")
   do_lower_case: bool = option(True, "With --spm_model_file / --vocab_file: lower-case.")
   checkpoint_name: str = option(RELEASED_CHECKPOINT, "Checkpoint prefix in a released "
-                                "--input directory.")
+                                "--model directory.")
 
 
 def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
   """What convert_checkpoint.py does: reads, checks the target, writes, reports."""
   if opts.spm_model_file and opts.vocab_file:
     raise ValueError("pass one of --spm_model_file and --vocab_file, not both")
+  value, flag = sources.model_flag(opts, ("input",))
+  if not value:
+    raise ValueError(f"pass {sources.FLAG}: {sources.HELP}")
   target = os.path.abspath(opts.output_dir)
   if os.path.exists(target) and not (os.path.isdir(target) and not os.listdir(target)):
     raise FileExistsError(f"--output_dir={opts.output_dir} exists and is not empty; nothing "
                           "was written (choose a new directory)")
-  if target == os.path.abspath(opts.input):
-    raise ValueError("--output_dir must differ from --input")
-  source = read_source(opts.input, opts.spm_model_file, opts.vocab_file, opts.do_lower_case,
-                       opts.checkpoint_name)
+  if target == os.path.abspath(value):
+    raise ValueError(f"--output_dir must differ from {flag}")
+  source = sources.read(value, flag, opts.spm_model_file, opts.vocab_file, opts.do_lower_case,
+                        opts.checkpoint_name)
   writers = dict(hf=write_hf, tf1=write_tf1, keras_hub=write_keras_hub)
   written = writers[opts.output_format](source, opts.output_dir)
-  print(f"Read {source.kind} {opts.input} ({type(source.model).__name__}); wrote "
+  print(f"Read {source.kind} {value} ({type(source.model).__name__}); wrote "
         f"{opts.output_dir}: {written['architecture']}, {', '.join(written['files'])}")
   if written["left_out"]:
     print(f"Not written (no place for them in {opts.output_format}): "

@@ -1,9 +1,11 @@
 """hub_export/export_tflite.py: a run_classifier.py or run_ner.py output directory (or a bare
 encoder) to a TFLite file.
 
-Reads the run through `albert_tf.runs` (its task, model, vocabulary, sequence length and
-best checkpoint), or a released model directory or an encoder SavedModel, checks it,
-and converts with `albert_tf.export.tflite`.
+`--model` (its old names `--model_dir`, `--albert_directory` and `--hub_module` still
+work) is read by `albert_tf.sources`: a run through `albert_tf.runs` (its task, model,
+vocabulary, sequence length and best checkpoint) gives the task's signature; any other
+model directory, encoder SavedModel or name gives the bare encoder's. It is checked, then
+converted with `albert_tf.export.tflite`.
 """
 
 import dataclasses
@@ -12,15 +14,13 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from albert_tf import runs
+from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue, ner
 from albert_tf.files import atomic_path, writing
-from albert_tf.formats import load_checkpoint, read_model_directory, resolve
 from albert_tf.export.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
-from albert_tf.modeling.models import AlbertPretrainer
-from albert_tf.text.tokenization import FullTokenizer
 
+OLD_NAMES = ("model_dir", "albert_directory", "hub_module")
 # The run kinds with a TFLite signature (`runs.Kind.lite`).
 LITE_KINDS = [name for name, kind in runs.KINDS.items() if kind.lite is not None]
 
@@ -46,41 +46,17 @@ def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
   return {f: np.array([t.encode("utf-8")], dtype=object) for f, t in zip(text_fields, texts)}
 
 
-def read_encoder(albert_directory: Optional[str], hub_module: Optional[str]):
-  """(encoder, FullTokenizer, AlbertConfig) of a model directory in any layout
-  (`albert_tf.formats`: released, Hugging Face, KerasHub) or an encoder SavedModel (an
-  albert_tf export or a tf-models-official module, with its vocabulary asset); names are
-  resolved first (hub handles, Hugging Face repo ids). The encoder is albert_tf's own,
-  with the source's weights."""
-  flag = "--hub_module" if hub_module else "--albert_directory"
-  source = resolve(hub_module or albert_directory, flag)
-  found = read_model_directory(source, flag)
-  found.require_vocabulary("a directory with one")
-  config = found.config
-  tokenizer = FullTokenizer(vocab_file=found.vocab_file, spm_model_file=found.spm_model_file,
-                            do_lower_case=True if found.do_lower_case is None
-                            else found.do_lower_case)
-  tokenizer.check_fits(config.vocab_size, f"{flag}={hub_module or albert_directory}")
-  pretrainer = AlbertPretrainer(config)  # the checkpoint holds the pretraining heads too
-  load_checkpoint(pretrainer, found.checkpoint)
-  return pretrainer.encoder, tokenizer, config
-
-
 # ----------------------------------------------------------------------------- the command
 
 @dataclasses.dataclass(kw_only=True)
 class TFLiteOptions(Checked):
   """hub_export/export_tflite.py's flags."""
-  model_dir: Optional[str] = option(None, "A run_classifier.py or run_ner.py --output_dir: its "
-                                    "model.ckpt-best (else latest checkpoint), "
-                                    "run record and vocabulary.")
-  albert_directory: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: any "
-                                           "model directory albert_tf reads (released, "
-                                           "Hugging Face, KerasHub) or a Hugging Face repo id.")
-  hub_module: Optional[str] = option(None, "Instead of --model_dir, a bare encoder: an "
-                                     "encoder SavedModel (hub_export/export.py's, or a "
-                                     "TF-Hub ALBERT module of tf-models-official), or its "
-                                     "handle.")
+  model: Optional[str] = option(None, sources.HELP + " A run_classifier.py or run_ner.py "
+                                "run gives its task's signature (its model.ckpt-best, record "
+                                "and vocabulary); any other the bare encoder's.")
+  model_dir: Optional[str] = option(None, "An old name of --model (it still works).")
+  albert_directory: Optional[str] = option(None, "An old name of --model (it still works).")
+  hub_module: Optional[str] = option(None, "An old name of --model (it still works).")
   segments: int = option(1, "Bare encoder: text inputs, 1 (sentence) or 2 (sentence1, "
                          "sentence2).", at_least=1, at_most=2)
   output_file: str = option(help="The .tflite file to write; must not exist.")
@@ -100,41 +76,40 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   output_file = os.path.abspath(opts.output_file)
   if os.path.exists(output_file):
     raise FileExistsError(f"--output_file={opts.output_file} exists; choose another name")
-  sources = [f"--{k}" for k in ("model_dir", "albert_directory", "hub_module")
-             if getattr(opts, k)]
-  if len(sources) != 1:
-    raise ValueError("pass exactly one of --model_dir (a fine-tuned classifier), "
-                     "--albert_directory or --hub_module (a bare encoder)"
-                     + (f"; got {', '.join(sources)}" if sources else ""))
-  if opts.quantization == "int8" and not (opts.model_dir and opts.data_dir):
-    raise ValueError("--quantization=int8 needs --model_dir and --data_dir (the task's data: "
-                     "its train.tsv calibrates the activation ranges)")
-  if opts.model_dir:
-    run_ = runs.Run.read(opts.model_dir, "--model_dir", LITE_KINDS)
+  value, flag = sources.model_flag(opts, OLD_NAMES)
+  if not value:
+    raise ValueError(f"pass {sources.FLAG}: {sources.HELP}")
+  path = sources.locate(value, flag)
+  is_run = runs.Run.exists(path)
+  if opts.quantization == "int8" and not (is_run and opts.data_dir):
+    raise ValueError(f"--quantization=int8 needs a fine-tuning run as {flag} and --data_dir "
+                     "(the task's data: its train.tsv calibrates the activation ranges)")
+  if is_run:
+    run_ = runs.Run.read(path, flag, LITE_KINDS)
     config, text_fields = run_.config, run_.text_fields
     tokenizer = run_.tokenizer()   # read and checked against the model before converting
     seq_length = opts.max_seq_length or run_.max_seq_length
     if not seq_length:
-      raise ValueError(f"--model_dir={opts.model_dir} records no max_seq_length; pass "
-                       "--max_seq_length")
+      raise ValueError(f"{flag}={value} records no max_seq_length; pass --max_seq_length")
   else:
-    encoder, tokenizer, config = read_encoder(opts.albert_directory, opts.hub_module)
+    source = sources.read(path, flag, require_vocabulary=True)
+    encoder, tokenizer, config = source.encoder, source.tokenizer, source.config
     text_fields = ["sentence"] if opts.segments == 1 else ["sentence1", "sentence2"]
     seq_length = opts.max_seq_length or min(128, config.max_position_embeddings)
   if seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={seq_length} exceeds the model's "
                      f"max_position_embeddings={config.max_position_embeddings}")
   representative, examples = None, None
-  if opts.model_dir:
+  if is_run:
     module = run_.lite_module(seq_length, tokenizer)
     if opts.data_dir:
       examples = representative_examples(opts.data_dir, run_.glue_task, module)
       representative = lambda: iter(examples)
-    source = f"{run_.checkpoint} ({run_.task}"
+    what = f"{run_.checkpoint} ({run_.task}"
   else:
     module = LiteEncoder(encoder, tokenizer, seq_length, text_fields)
-    source = f"the encoder of {opts.albert_directory or opts.hub_module} ({len(text_fields)} segment(s)"
-  print(f"Converting {source}, seq {seq_length}, --quantization={opts.quantization})")
+    what = f"the encoder of {value} ({len(text_fields)} segment(s)"
+  print(f"Converting {what}, seq {seq_length}, --quantization={opts.quantization})")
   blob = convert(module, opts.quantization, representative)
   with writing(output_file, needed=len(blob)):
     os.makedirs(os.path.dirname(output_file), exist_ok=True)

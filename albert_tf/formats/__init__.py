@@ -39,9 +39,10 @@ def layout_of(path) -> Optional[object]:
 
 
 def read_model_directory(path: str, flag: str = "--albert_directory",
-                         checkpoint_name: str = RELEASED_CHECKPOINT) -> ModelDirectory:
+                         checkpoint_name: str = RELEASED_CHECKPOINT,
+                         also: str = "") -> ModelDirectory:
   """The config, weights and vocabulary of a model directory in any layout; errors name
-  `flag` and the file."""
+  `flag` and the file (and `also`, what else the flag takes, when it is none of them)."""
   if not os.path.isdir(path):
     raise FileNotFoundError(f"{flag}={path} is not a directory")
   for layout in (keras_hub, huggingface, tf_hub):
@@ -54,7 +55,7 @@ def read_model_directory(path: str, flag: str = "--albert_directory",
   raise FileNotFoundError(
       f"{flag}={path} is none of the model directories albert_tf reads: a released one (no "
       f"{RELEASED_CONFIG}), a Hugging Face one or a KerasHub preset (no config.json), or a "
-      "TF-Hub SavedModel (no saved_model.pb)")
+      "TF-Hub SavedModel (no saved_model.pb)" + (f"; nor {also}" if also else ""))
 
 
 def load_checkpoint(model, checkpoint_path: str, init_from_group0: bool = False) -> LoadReport:
