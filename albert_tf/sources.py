@@ -23,6 +23,7 @@ import os
 from typing import List, Optional, Sequence, Tuple
 
 from albert_tf import formats, runs
+from albert_tf.cli import option
 from albert_tf.data import glue
 from albert_tf.formats import huggingface
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT
@@ -35,6 +36,16 @@ FLAG = "--model"
 HELP = ("The model to read: a model directory (released TF1, Hugging Face, KerasHub, an "
         "encoder SavedModel), a run_classifier / run_ner / run_race / run_squad / "
         "run_pretraining --output_dir, a TF-Hub handle or a Hugging Face repo id.")
+
+
+def model_option(more: str = ""):
+  """The `--model` field of a command's options (`more`: what this command makes of it)."""
+  return option(None, HELP + (" " + more if more else ""))
+
+
+def old_name_option():
+  """The field of one of a command's earlier names of `--model` (see `model_flag`)."""
+  return option(None, f"An old name of {FLAG} (it still works).")
 
 
 @dataclasses.dataclass

@@ -29,7 +29,7 @@ ALLOWED = {
     "runs.py": {"modeling", "text", "data", "formats", "export", "training", "files", "cli"},
     # The one resolver of "the model to read": a model directory or name (formats), or a
     # run (runs), with its vocabulary checked once.
-    "sources.py": {"runs", "modeling", "text", "data", "formats", "files"},
+    "sources.py": {"runs", "modeling", "text", "data", "formats", "files", "cli"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
     "commands": {"sources", "runs", "export", "formats", "modeling", "text", "data", "training", "files",

@@ -98,8 +98,8 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
 @dataclasses.dataclass(kw_only=True)
 class ConvertOptions(Checked):
   """convert_checkpoint.py's flags."""
-  model: Optional[str] = option(None, sources.HELP)
-  input: Optional[str] = option(None, "The old name of --model (it still works).")
+  model: Optional[str] = sources.model_option()
+  input: Optional[str] = sources.old_name_option()
   output_format: str = option(help="hf (config.json + model.safetensors, for transformers), "
                               "tf1 (albert_config.json + model.ckpt-best, the original names) "
                               "or keras_hub (a KerasHub preset for Keras 3).",

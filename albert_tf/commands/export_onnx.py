@@ -20,12 +20,12 @@ OLD_NAMES = ("model_dir", "albert_directory", "export_path")
 @dataclasses.dataclass(kw_only=True)
 class OnnxOptions(Checked):
   """hub_export/export_onnx.py's flags."""
-  model: Optional[str] = option(None, sources.HELP + " A fine-tuning run is written with "
-                                "its head (logits, or start and end logits); any other as "
-                                "the bare encoder.")
-  model_dir: Optional[str] = option(None, "An old name of --model (it still works).")
-  albert_directory: Optional[str] = option(None, "An old name of --model (it still works).")
-  export_path: Optional[str] = option(None, "An old name of --model (it still works).")
+  model: Optional[str] = sources.model_option("A fine-tuning run is written with its head "
+                                              "(logits, or start and end logits); any other "
+                                              "as the bare encoder.")
+  model_dir: Optional[str] = sources.old_name_option()
+  albert_directory: Optional[str] = sources.old_name_option()
+  export_path: Optional[str] = sources.old_name_option()
   output_file: str = option(help="The ONNX file to write; its vocabulary and <file>.json go "
                             "beside it.")
   quantization: str = option("none", "none (float32), or dynamic_int8 (onnxruntime's dynamic "

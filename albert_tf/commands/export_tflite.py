@@ -51,12 +51,13 @@ def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
 @dataclasses.dataclass(kw_only=True)
 class TFLiteOptions(Checked):
   """hub_export/export_tflite.py's flags."""
-  model: Optional[str] = option(None, sources.HELP + " A run_classifier.py or run_ner.py "
-                                "run gives its task's signature (its model.ckpt-best, record "
-                                "and vocabulary); any other the bare encoder's.")
-  model_dir: Optional[str] = option(None, "An old name of --model (it still works).")
-  albert_directory: Optional[str] = option(None, "An old name of --model (it still works).")
-  hub_module: Optional[str] = option(None, "An old name of --model (it still works).")
+  model: Optional[str] = sources.model_option("A run_classifier.py or run_ner.py run gives "
+                                              "its task's signature (its model.ckpt-best, "
+                                              "record and vocabulary); any other the bare "
+                                              "encoder's.")
+  model_dir: Optional[str] = sources.old_name_option()
+  albert_directory: Optional[str] = sources.old_name_option()
+  hub_module: Optional[str] = sources.old_name_option()
   segments: int = option(1, "Bare encoder: text inputs, 1 (sentence) or 2 (sentence1, "
                          "sentence2).", at_least=1, at_most=2)
   output_file: str = option(help="The .tflite file to write; must not exist.")
