@@ -72,17 +72,17 @@ class Source:
     return self.model if isinstance(self.model, AlbertEncoder) else self.model.encoder
 
 
-def model_flag(opts, aliases: Sequence[str]) -> Tuple[Optional[str], str]:
+def model_flag(opts, aliases: Sequence[str]) -> Tuple[str, str]:
   """(value, flag) of `--model` or of the one alias given (`aliases`: option names the
-  command had before `--model`); more than one is an error naming them. An alias prints
-  one line: it still works, `--model` is its name now."""
+  command had before `--model`); none, or more than one, is an error naming them. An alias
+  prints one line: it still works, `--model` is its name now."""
   given = [name for name in ("model",) + tuple(aliases) if getattr(opts, name, None)]
   if len(given) > 1:
     raise ValueError(f"pass one of {FLAG} and its old names ("
                      + ", ".join(f"--{a}" for a in aliases) + "); got "
                      + ", ".join(f"--{g}" for g in given))
   if not given:
-    return None, FLAG
+    raise ValueError(f"pass {FLAG}: {HELP}")
   name = given[0]
   if name != "model":
     print(f"--{name} is an old name of {FLAG} (it still works): the model to read")

@@ -119,8 +119,6 @@ def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
   if opts.spm_model_file and opts.vocab_file:
     raise ValueError("pass one of --spm_model_file and --vocab_file, not both")
   value, flag = sources.model_flag(opts, ("input",))
-  if not value:
-    raise ValueError(f"pass {sources.FLAG}: {sources.HELP}")
   target = os.path.abspath(opts.output_dir)
   if os.path.exists(target) and not (os.path.isdir(target) and not os.listdir(target)):
     raise FileExistsError(f"--output_dir={opts.output_dir} exists and is not empty; nothing "

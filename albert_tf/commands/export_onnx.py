@@ -36,8 +36,6 @@ class OnnxOptions(Checked):
 def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
   """What hub_export/export_onnx.py does."""
   path, flag = sources.model_flag(opts, OLD_NAMES)
-  if not path:
-    raise ValueError(f"pass {sources.FLAG}: {sources.HELP}")
   check_targets(opts.output_file, opts.overwrite)   # before the model is read
   source = sources.read(path, flag)
   fine_tuned = source.run is not None

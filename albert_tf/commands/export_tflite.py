@@ -78,8 +78,6 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   if os.path.exists(output_file):
     raise FileExistsError(f"--output_file={opts.output_file} exists; choose another name")
   value, flag = sources.model_flag(opts, OLD_NAMES)
-  if not value:
-    raise ValueError(f"pass {sources.FLAG}: {sources.HELP}")
   path = sources.locate(value, flag)
   is_run = runs.Run.exists(path)
   if opts.quantization == "int8" and not (is_run and opts.data_dir):
