@@ -249,8 +249,7 @@ class Run:
                               + ("" if given else f" (from its {RECORD})") + ", is missing")
     tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
                               do_lower_case=self.record.get("do_lower_case", True))
-    if not given:
-      tokenizer.check_fits(self.config.vocab_size, f"{self.flag}={self.path}")
+    tokenizer.check_fits(self.config.vocab_size, f"{self.flag}={self.path}")
     return tokenizer
 
   # -- its weights

@@ -11,6 +11,12 @@
 It returns a `Source`: the model with its weights, its vocabulary (checked against the
 model's vocab_size here, once) and what a run recorded.
 
+`describe(...)` takes the same sources through the original scripts' flags
+(`--albert_directory`, `--albert_config_file`, `--init_checkpoint`, `--spm_model_file` /
+`--vocab_file`) and returns a `Description`: the config, the checkpoint to start from and
+the vocabulary, with nothing built yet. Fine-tuning, pretraining and the TF-Hub export
+start from it, each building its own model.
+
 The commands that are not the original's scripts (convert_checkpoint.py and the
 exporters under hub_export/ but export.py) take it as `--model`; `model_flag` accepts
 the names they had before as aliases, with one line saying so. The training scripts and
@@ -142,6 +148,92 @@ def read(value: str, flag: str = FLAG, spm_model_file: Optional[str] = None,
   source.tokenizer = _tokenizer(spm_model_file, vocab_file, do_lower_case, path)
   source.tokenizer.check_fits(source.config.vocab_size, f"{flag}={value}")
   return source
+
+
+@dataclasses.dataclass
+class Description:
+  """A model named by the original scripts' flags, not built yet."""
+  config: Optional[AlbertConfig]
+  config_source: str                         # where the config came from, for messages
+  checkpoint: Optional[str] = None           # what formats.load_checkpoint takes
+  spm_model_file: Optional[str] = None
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+  vocabulary_from: str = ""                  # the flag or directory it came from
+  no_vocabulary: str = ""                    # why the source has none, when it has none
+
+  def tokenizer(self, required: bool = True) -> Optional[FullTokenizer]:
+    """The vocabulary, checked to exist and to fit the config's vocab_size (the one place
+    those are checked for the original's flags); None, if not `required`, when there is
+    none."""
+    path = self.spm_model_file or self.vocab_file
+    if not path:
+      if required:
+        raise ValueError(self.no_vocabulary or VOCABULARY_FLAGS)
+      return None
+    if not os.path.exists(path):
+      raise FileNotFoundError(f"{self.vocabulary_from} not found" + (
+          "" if self.vocabulary_from.startswith("--") else
+          "; pass --spm_model_file or --vocab_file"))
+    tokenizer = FullTokenizer(vocab_file=self.vocab_file, spm_model_file=self.spm_model_file,
+                              do_lower_case=self.do_lower_case)
+    if self.config is not None:
+      flag = "--spm_model_file" if self.spm_model_file else "--vocab_file"
+      tokenizer.check_fits(self.config.vocab_size, self.config_source,
+                           hint=f"pass the model's own vocabulary as {flag}")
+    return tokenizer
+
+
+VOCABULARY_FLAGS = ("pass exactly one of --spm_model_file (a SentencePiece model such as "
+                    "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "
+                    "vocab_chinese.txt)")
+
+
+def describe(directory: Optional[str] = None, flag: str = "--albert_directory", *,
+             config_file: Optional[str] = None, init_checkpoint: Optional[str] = None,
+             spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
+             do_lower_case: bool = True,
+             checkpoint_name: str = RELEASED_CHECKPOINT) -> Description:
+  """The model the original's flags name. `directory` (given as `flag`) is any source
+  `read` takes: a model directory, a run's --output_dir (its best checkpoint) or a name;
+  the explicit `config_file`, `init_checkpoint` and vocabulary take precedence over what
+  it holds. Errors name the flag."""
+  if spm_model_file and vocab_file:
+    raise ValueError(VOCABULARY_FLAGS + ", not both")
+  described = Description(None, config_file or "")
+  if directory:
+    path = locate(directory, flag)
+    where = f"{flag}={directory}"
+    if runs.Run.exists(path):
+      run = runs.Run.read(path, flag)
+      if run.hub:
+        raise ValueError(f"{where} was fine-tuned from the encoder SavedModel {run.hub}: "
+                         "start from its --export_dir, or from that SavedModel")
+      spm, vocab = run.vocabulary()
+      described = Description(run.config, where, run.checkpoint, spm, vocab,
+                              run.record.get("do_lower_case", True),
+                              f"{spm or vocab} (the vocabulary {where} recorded)",
+                              "" if spm or vocab else f"{where} recorded no vocabulary; "
+                              "pass --spm_model_file or --vocab_file")
+    else:
+      found = formats.read_model_directory(path, flag, checkpoint_name)
+      lower = do_lower_case if found.do_lower_case is None else found.do_lower_case
+      described = Description(found.config, where, found.checkpoint,
+                              None if found.vocabulary_error else found.spm_model_file,
+                              None if found.vocabulary_error else found.vocab_file, lower,
+                              f"{found.spm_model_file or found.vocab_file} (the vocabulary of "
+                              f"{where})", f"{found.vocabulary_error}; pass --spm_model_file or "
+                              "--vocab_file" if found.vocabulary_error else "")
+  if config_file:
+    described.config, described.config_source = AlbertConfig.from_json_file(config_file), config_file
+  if init_checkpoint:
+    described.checkpoint = formats.resolve(init_checkpoint, "--init_checkpoint")
+  if spm_model_file or vocab_file:
+    described.spm_model_file, described.vocab_file = spm_model_file, vocab_file
+    described.do_lower_case = do_lower_case
+    described.vocabulary_from = (f"--spm_model_file={spm_model_file}" if spm_model_file
+                                 else f"--vocab_file={vocab_file}")
+  return described
 
 
 def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> FullTokenizer:

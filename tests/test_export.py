@@ -309,7 +309,7 @@ def test_a_killed_exports_temporaries_are_removed_by_the_next(tmp_path):
     ("config", ValueError, "albert_config.json: not valid JSON"),
     ("vocab_size", ValueError, "has 1500 pieces but the model.s vocab_size is 1400"),
     ("no_checkpoint", FileNotFoundError, "no checkpoint at"),
-    ("no_spm", FileNotFoundError, "cannot read SentencePiece model"),
+    ("no_spm", FileNotFoundError, r"30k-clean.model \(the vocabulary of --albert_directory=.*\) not found; pass --spm"),
     ("native_mismatch", ValueError, "does not match the model"),
 ])
 def test_export_errors_leave_target_untouched(tmp_path, spm_model, damage, error, message):

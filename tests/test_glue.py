@@ -745,3 +745,37 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_
   for split in ("dev", "test"):
     assert logits[True][split].shape == (200 if split == "dev" else 50, 2)
     assert_close(logits[True][split], logits[False][split], 1e-5)
+
+
+def test_a_trained_run_is_a_model_source_for_the_original_flags(model_files, tmp_path, capsys):
+  """A run's --output_dir given as --albert_directory (to fine-tune on another task, to
+  continue pretraining, to export to TF-Hub) is read through the run's record: its config,
+  its best checkpoint and its vocabulary, checked against its vocab_size."""
+  from albert_tf import sources  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import base  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "mrpc"
+  classifier.run(options(model_files, out, train_step=8, warmup_step=0,
+                         save_checkpoints_steps=8, do_predict=False))
+  source = base.resolve_model_source(base.ModelOptions(albert_directory=str(out)), SEQ)
+  assert source.config.to_dict() == AlbertConfig.from_dict(CFG).to_dict()
+  assert source.init_checkpoint == str(out / "model.ckpt-best")
+  assert source.tokenizer.spm_model_file == os.path.abspath(model_files["spm"])
+  # A classifier of another task (three labels) starts from the run's encoder weights.
+  trained = runs.Run.read(str(out)).model()
+  from albert_tf import AlbertClassifier  # pylint: disable=import-outside-toplevel
+  other = AlbertClassifier(source.build_encoder(), num_classes=3)
+  other(trained.encoder.dummy_inputs if hasattr(trained.encoder, "dummy_inputs") else
+        {k: tf.zeros([1, 8], tf.int32) for k in ("input_word_ids", "input_mask", "input_type_ids")})
+  capsys.readouterr()
+  source.initialize(other)   # its two-label head left fresh, and said so
+  assert "(of other shapes there)" in capsys.readouterr().out
+  for a, b in zip(trained.encoder.weights, other.encoder.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  # The TF-Hub export reads it the same way; a vocabulary of another size is refused.
+  exported = export_from_sources(str(tmp_path / "hub"), albert_directory=str(out))
+  assert os.path.isdir(exported["encoder"])
+  other_vocab = tmp_path / "other.txt"
+  other_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+  with pytest.raises(ValueError, match=r"has 6 entries but the model's vocab_size is \d+ "
+                     r"\(--albert_directory=.*mrpc\)"):
+    sources.describe(str(out), vocab_file=str(other_vocab)).tokenizer()

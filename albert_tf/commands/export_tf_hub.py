@@ -2,20 +2,18 @@
 SavedModels (written by `albert_tf.export.tf_hub`)."""
 
 import dataclasses
-import os
 from typing import Dict, Optional
 
 from absl import logging
 import tensorflow as tf
 
 from albert_tf import formats
+from albert_tf.sources import describe
 from albert_tf.cli import Checked, Original, option
 from albert_tf.export.tf_hub import (check_export_target, compute_dtype, export_encoder,
                                      export_preprocessor)
 from albert_tf.modeling import precision
-from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.models import AlbertPretrainer
-from albert_tf.text.tokenization import FullTokenizer
 
 
 def export_from_sources(export_path: Optional[str] = None,
@@ -51,62 +49,39 @@ def export_from_sources(export_path: Optional[str] = None,
   """
   if not (export_path or export_preprocessing_path):
     raise ValueError("nothing to do: pass --export_path and/or --export_preprocessing_path")
-  config = None
-  albert_directory = formats.resolve(albert_directory, "--albert_directory")
-  init_checkpoint = formats.resolve(init_checkpoint, "--init_checkpoint")
-  if albert_directory:
-    if not os.path.isdir(albert_directory):
-      raise FileNotFoundError(f"--albert_directory={albert_directory} is not a directory")
-    found = formats.read_model_directory(albert_directory, checkpoint_name=checkpoint_name)
-    if found.layout == formats.tf1.NAME:
-      albert_config_file = albert_config_file or os.path.join(albert_directory,
-                                                              formats.RELEASED_CONFIG)
-      if not (spm_model_file or vocab_file):
-        spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
-    else:
-      config = None if albert_config_file else found.config
-      if not (spm_model_file or vocab_file) and not found.vocabulary_error:
-        spm_model_file, vocab_file = found.spm_model_file, found.vocab_file
-        do_lower_case = found.do_lower_case
-    init_checkpoint = init_checkpoint or found.checkpoint
   for flag, path in (("export_path", export_path),
                      ("export_preprocessing_path", export_preprocessing_path)):
     if path:
       check_export_target(path, overwrite, f"--{flag}")
-  if spm_model_file and vocab_file:
-    raise ValueError("pass one of --spm_model_file (SentencePiece) and --vocab_file "
-                     "(WordPiece), not both")
-  if export_preprocessing_path and not (spm_model_file or vocab_file):
+  described = describe(albert_directory, config_file=albert_config_file,
+                       init_checkpoint=init_checkpoint, spm_model_file=spm_model_file,
+                       vocab_file=vocab_file, do_lower_case=do_lower_case,
+                       checkpoint_name=checkpoint_name)
+  config, init_checkpoint = described.config, described.checkpoint
+  if export_preprocessing_path and not (described.spm_model_file or described.vocab_file):
     raise ValueError("--export_preprocessing_path needs --spm_model_file or --vocab_file (or "
                      "--albert_directory)")
-  if export_path and not ((albert_config_file or config) and init_checkpoint):
+  if export_path and not (config and init_checkpoint):
     raise ValueError("--export_path needs --albert_config_file and --init_checkpoint (or "
                      "--albert_directory); --init_checkpoint=none exports random weights")
-
-  if albert_config_file:
-    config = AlbertConfig.from_json_file(albert_config_file)
-  config_source = albert_config_file or os.path.join(str(albert_directory), "config.json")
   if config is not None and export_preprocessing_path:
     limit = config.max_position_embeddings
     if default_seq_length is not None and default_seq_length > limit:
       raise ValueError(f"--default_seq_length={default_seq_length} exceeds the model's "
-                       f"max_position_embeddings={limit} ({config_source})")
+                       f"max_position_embeddings={limit} ({described.config_source})")
     default_seq_length = default_seq_length or min(128, limit)
   default_seq_length = default_seq_length or 128
-  if export_path and not (spm_model_file or vocab_file):
+  tokenizer = described.tokenizer(required=False)   # checked against the config, if any
+  if export_path and tokenizer is None:
     message = (f"exporting {export_path} without a vocabulary (no --spm_model_file): "
                "--spm_model_file=from_tf_hub (or --vocab_file=from_tf_hub) cannot be used "
                "with it")
     logging.warning(message)
     print(f"Warning: {message}")
-  tokenizer = None
-  if spm_model_file or vocab_file:
-    tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                              spm_model_file=spm_model_file)
+  spm_model_file, vocab_file = described.spm_model_file, described.vocab_file
+  do_lower_case = described.do_lower_case
   written = {}
   if export_path:
-    if tokenizer is not None:
-      tokenizer.check_fits(config.vocab_size, config_source)
     dtype = precision.resolve(dtype, precision.probe_shape(config, default_seq_length))
     with compute_dtype(dtype):
       model = AlbertPretrainer(config)

@@ -39,12 +39,18 @@ def recognize(path: str) -> bool:
     return False
 
 
+def _shapes(item) -> list:
+  """The sorted shapes of a checkpoint item's variables (empty before it is built)."""
+  return sorted(tuple(v.shape.as_list()) for v in getattr(item, "variables", []))
+
+
 def load(model, checkpoint_path: str) -> LoadReport:
   """Restores an albert_tf object checkpoint into `model`.
 
-  Its `encoder` must be present and match; heads the checkpoint lacks stay freshly
-  initialized and are reported. On a mismatch a ValueError names the checkpoint; the
-  model's weights may then be partly overwritten.
+  Its `encoder` must be present and match; heads the checkpoint lacks, or holds with other
+  shapes (a classifier of another label count: a run of another task to start from), stay
+  freshly initialized and are reported. On an encoder mismatch a ValueError names the
+  checkpoint; the model's weights may then be partly overwritten.
   """
   path = _prefix(checkpoint_path)
   keys, roots = _roots(path)
@@ -52,7 +58,13 @@ def load(model, checkpoint_path: str) -> LoadReport:
   if "encoder" not in roots:
     raise ValueError(f"checkpoint {path} holds neither original ALBERT variables (bert/...) nor "
                      f"an albert_tf `encoder` (it has: {', '.join(sorted(roots)) or 'nothing'})")
-  present = sorted(n for n in items if n in roots)
+  shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  resized = sorted(n for n in items if n != "encoder" and n in roots
+                   and _shapes(items[n]) and _shapes(items[n]) != sorted(
+                       tuple(shape) for key, shape in shapes.items()
+                       if key.startswith(n + "/") and ".OPTIMIZER_SLOT" not in key
+                       and key.endswith(".ATTRIBUTES/VARIABLE_VALUE")))
+  present = sorted(n for n in items if n in roots and n not in resized)
   with reading_checkpoint(path):
     try:
       status = tf.train.Checkpoint(**{n: items[n] for n in present}).read(path)
@@ -62,7 +74,8 @@ def load(model, checkpoint_path: str) -> LoadReport:
                        f"({type(model).__name__}): {e}") from e
   status.expect_partial()
   report = LoadReport(path=path, loaded=sorted(k for k in keys if k.split("/")[0] in present),
-                      freshly_initialized=sorted(set(items) - set(present)),
+                      freshly_initialized=sorted(set(items) - set(present) - set(resized))
+                      + [f"{n} (of other shapes there)" for n in resized],
                       unused=sorted(roots - set(items)))
   logging.info("Restored %s from %s", ", ".join(present), path)
   if report.freshly_initialized:

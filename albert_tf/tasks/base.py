@@ -18,12 +18,13 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import runs
+from albert_tf.sources import describe
 from albert_tf.cli import Checked, option
 from albert_tf.files import fingerprint, reading_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
-from albert_tf.formats import ModelDirectory, load_checkpoint, read_model_directory, resolve
+from albert_tf.formats import load_checkpoint, resolve
 from albert_tf.export.loading import export_record
 from albert_tf.formats.tf_hub import (FROM_TF_HUB, is_albert_tf_export, load_saved_model,
                                       vocabulary_from_hub)
@@ -74,9 +75,10 @@ class ModelOptions(Checked):
       None, "A model directory holding the config, weights and vocabulary: a released one "
       "(albert_config.json, model.ckpt-best, 30k-clean.model or vocab_chinese.txt), a "
       "Hugging Face one (config.json, model.safetensors, spiece.model or vocab.txt) or its "
-      "repo id (org/name[@revision], through huggingface_hub), a KerasHub preset, or a TF-Hub "
-      "SavedModel. Explicit --albert_config_file, --init_checkpoint, --spm_model_file or "
-      "--vocab_file take precedence.")
+      "repo id (org/name[@revision], through huggingface_hub), a KerasHub preset, a TF-Hub "
+      "SavedModel, or a fine-tuning or pretraining run's --output_dir (its best checkpoint; a "
+      "head of another shape starts fresh). Explicit --albert_config_file, "
+      "--init_checkpoint, --spm_model_file or --vocab_file take precedence.")
   albert_config_file: Optional[str] = option(None, "albert_config.json of the model.")
   init_checkpoint: Optional[str] = option(None, "Original TF1 or albert_tf checkpoint, or "
                                           "Hugging Face directory, to start from.")
@@ -180,83 +182,61 @@ class ModelSource:
 
 
 def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource:
-  """Reads and cross-checks the model flags; every error names the flag or file.
+  """Reads and cross-checks the model flags (`sources.describe`); every error names the
+  flag or file.
 
-  Checks: exactly one model description (config file, model directory or hub
-  handle), the checkpoint exists, exactly one vocabulary (SentencePiece or WordPiece), it
-  loads and its size equals the model's vocab_size, and max_seq_length fits
-  max_position_embeddings.
+  Checks: one model description (config file, model directory or run, or hub handle), the
+  checkpoint exists, exactly one vocabulary (SentencePiece or WordPiece) whose size equals
+  the model's vocab_size, and max_seq_length fits max_position_embeddings.
   """
   hub_handle = resolve(opts.albert_hub_module_handle, "--albert_hub_module_handle")
-  directory = resolve(getattr(opts, "albert_directory", None), "--albert_directory")
+  directory, flag = getattr(opts, "albert_directory", None), "--albert_directory"
   if directory and hub_handle:
     raise ValueError("pass one of --albert_directory and --albert_hub_module_handle, not both")
-  found = read_model_directory(directory) if directory else None
-  hub_module = None
+  spm_model_file, vocab_file, do_lower_case = opts.spm_model_file, opts.vocab_file, opts.do_lower_case
+  if FROM_TF_HUB in (spm_model_file, vocab_file) and not hub_handle:
+    raise ValueError(f"--{'spm_model_file' if spm_model_file else 'vocab_file'}=from_tf_hub "
+                     "needs --albert_hub_module_handle")
   if hub_handle:
     if not os.path.isdir(hub_handle):
       raise FileNotFoundError(f"--albert_hub_module_handle={opts.albert_hub_module_handle} is "
                               "not a directory (an encoder SavedModel) nor a handle "
                               "tensorflow_hub resolves")
     hub_module = load_saved_model(hub_handle)  # read once for config, vocabulary, weights
-    module = read_model_directory(hub_handle, "--albert_hub_module_handle")
-    config = module.config
-    if not is_albert_tf_export(hub_module):
-      # A tf-models module (Google's TF2 ALBERTs): its weights are read by name into
-      # albert_tf's own encoder, as from a model directory.
-      found, hub_handle = module, None
+    if FROM_TF_HUB in (spm_model_file, vocab_file):
+      spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(hub_module, hub_handle)
     if opts.albert_config_file:
       logging.warning("--albert_config_file is ignored: the config comes from the SavedModel")
-  elif opts.albert_config_file:
-    config = AlbertConfig.from_json_file(opts.albert_config_file)
-  elif found:
-    config = found.config
-  else:
-    raise ValueError("pass --albert_directory (a released, Hugging Face, KerasHub or TF-Hub "
-                     "model directory), --albert_config_file (with --init_checkpoint) or "
-                     "--albert_hub_module_handle")
-  init = resolve(opts.init_checkpoint, "--init_checkpoint") or (found.checkpoint if found
-                                                                 else None)
+    directory, flag = hub_handle, "--albert_hub_module_handle"
+    if is_albert_tf_export(hub_module):
+      # Its weights come in the hub.KerasLayer; a tf-models module (Google's TF2 ALBERTs)
+      # has its weights read by name into albert_tf's own encoder, as from a directory.
+      described = describe(directory, flag, init_checkpoint=opts.init_checkpoint,
+                           spm_model_file=spm_model_file, vocab_file=vocab_file,
+                           do_lower_case=do_lower_case)
+      described.checkpoint = resolve(opts.init_checkpoint, "--init_checkpoint")
+    else:
+      hub_handle = None
+  if not hub_handle:
+    if not (directory or opts.albert_config_file):
+      raise ValueError("pass --albert_directory (a released, Hugging Face, KerasHub or TF-Hub "
+                       "model directory, or a run's --output_dir), --albert_config_file (with "
+                       "--init_checkpoint) or --albert_hub_module_handle")
+    described = describe(directory, flag,
+                         config_file=None if flag != "--albert_directory" else opts.albert_config_file,
+                         init_checkpoint=opts.init_checkpoint, spm_model_file=spm_model_file,
+                         vocab_file=vocab_file, do_lower_case=do_lower_case)
+  init, config = described.checkpoint, described.config
   if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")
-  tokenizer = _tokenizer(opts, opts.albert_hub_module_handle, hub_module, found)
-  flag = "--spm_model_file" if tokenizer.spm_model_file else "--vocab_file"
-  tokenizer.check_fits(config.vocab_size, hint=f"pass the model's own vocabulary as {flag}")
+  tokenizer = described.tokenizer()
   if max_seq_length > config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={max_seq_length} exceeds the model's "
                      f"max_position_embeddings={config.max_position_embeddings}")
   if max_seq_length < 3:
     raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
   return ModelSource(config, tokenizer, hub_handle, init, getattr(opts, "recompute", False))
-
-
-def _tokenizer(opts: ModelOptions, hub_handle: Optional[str], hub_module,
-               found: Optional[ModelDirectory] = None) -> FullTokenizer:
-  """The FullTokenizer of exactly one of --spm_model_file and --vocab_file, else of the
-  --albert_directory (with its own do_lower_case, when it says)."""
-  spm_model_file, vocab_file = opts.spm_model_file, opts.vocab_file
-  if found and not (spm_model_file or vocab_file):
-    found.require_vocabulary()
-    do_lower_case = opts.do_lower_case if found.do_lower_case is None else found.do_lower_case
-    return FullTokenizer(vocab_file=found.vocab_file, do_lower_case=do_lower_case,
-                         spm_model_file=found.spm_model_file)
-  if bool(spm_model_file) == bool(vocab_file):
-    raise ValueError("pass exactly one of --spm_model_file (a SentencePiece model such as "
-                     "30k-clean.model) and --vocab_file (a WordPiece vocabulary such as "
-                     "vocab_chinese.txt); either may be from_tf_hub with "
-                     "--albert_hub_module_handle")
-  do_lower_case = opts.do_lower_case
-  flag, path = ("--spm_model_file", spm_model_file) if spm_model_file else ("--vocab_file",
-                                                                          vocab_file)
-  if path == FROM_TF_HUB:
-    if not hub_handle:
-      raise ValueError(f"{flag}=from_tf_hub needs --albert_hub_module_handle")
-    spm_model_file, vocab_file, do_lower_case = vocabulary_from_hub(hub_module, hub_handle)
-  elif not os.path.exists(path):
-    raise FileNotFoundError(f"{flag}={path} not found")
-  return FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                       spm_model_file=spm_model_file)
 
 
 # ----------------------------------------------------------------------------- fine-tuning

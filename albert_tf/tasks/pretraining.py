@@ -18,12 +18,11 @@ import tensorflow as tf
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import pretraining as data
 from albert_tf.files import expand_files, write_results
-from albert_tf.formats import (load_checkpoint, read_model_directory, resolve,
-                               save_original_checkpoint)
-from albert_tf.modeling.config import AlbertConfig
+from albert_tf.formats import load_checkpoint, save_original_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf import runs
+from albert_tf.sources import describe
 from albert_tf.tasks.base import RuntimeOptions
 from albert_tf.modeling import precision
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
@@ -122,17 +121,13 @@ class Pretraining:
                                                 opts.tpu_zone, opts.gcp_project)
     self.files = expand_files(opts.input_file)
     data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
-    directory = resolve(opts.albert_directory, "--albert_directory")
-    found = read_model_directory(directory) if directory else None
-    if opts.albert_config_file:
-      self.config = AlbertConfig.from_json_file(opts.albert_config_file)
-    elif found:
-      self.config = found.config
-    else:
+    if not (opts.albert_config_file or opts.albert_directory):
       raise ValueError("pass --albert_config_file (the model to train) or --albert_directory "
-                       "(a model directory to continue: released, Hugging Face, KerasHub or TF-Hub)")
-    self.init_checkpoint = (resolve(opts.init_checkpoint, "--init_checkpoint")
-                            or (found.checkpoint if found else None))
+                       "(a model directory to continue: released, Hugging Face, KerasHub or "
+                       "TF-Hub, or a run's --output_dir)")
+    described = describe(opts.albert_directory, config_file=opts.albert_config_file,
+                         init_checkpoint=opts.init_checkpoint)
+    self.config, self.init_checkpoint = described.config, described.checkpoint
     if opts.max_seq_length > self.config.max_position_embeddings:
       raise ValueError(f"--max_seq_length={opts.max_seq_length} exceeds max_position_embeddings="
                        f"{self.config.max_position_embeddings} of "
