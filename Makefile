@@ -20,7 +20,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # compiling albert_tf's modules.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: test test-fast demo bench venv clean
+.PHONY: test test-fast test-peers demo bench venv clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,21 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" tests
 
+# albert_tf against the peers themselves (transformers on torch): the tests that `make test`
+# skips for want of the [bench] extra, run in a virtualenv of their own (.venv-peers), so
+# that `make test`'s install never carries torch.
+PEERS := .venv-peers
+$(PEERS)/.installed: pyproject.toml
+	@test -n "$(PYVER)" || { echo "$(PYTHON) does not run; set PYTHON=python3.11 (or 3.12, 3.13)"; exit 1; }
+	@test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	@echo "Installing albert_tf with its test and peer extras into $(PEERS) (first run: a few minutes)..."
+	@$(PEERS)/bin/python -m pip install -e '.[test,bench]' > $(PEERS)/install.log 2>&1 \
+	  || { tail -n 40 $(PEERS)/install.log; echo "pip install failed; full log: $(PEERS)/install.log"; exit 1; }
+	@touch $@
+
+test-peers: $(PEERS)/.installed
+	$(PEERS)/bin/python -m pytest -q -s -rs -p no:cacheprovider -m peers tests/test_peers.py
+
 demo: $(STAMP)
 	$(BIN)/python demo.py
 
@@ -48,4 +63,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/benchmark_encoder.py
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) $(PEERS) demo_output .pytest_cache

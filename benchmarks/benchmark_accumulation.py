@@ -49,7 +49,6 @@ def _peak_bytes() -> int:
 def run_worker(spec):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 

@@ -14,16 +14,16 @@ import os
 
 from absl import app, flags
 
-import common  # pylint: disable=g-bad-import-order
+import benchmarking  # pylint: disable=g-bad-import-order
 from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.tasks import classification as classifier  # pylint: disable=g-bad-import-order
 
-common.define_training_flags(128, 8, 12)
+benchmarking.define_training_flags(128, 8, 12)
 FLAGS = flags.FLAGS
 
 
 def main(_):
-  tmp, spm, config_file = common.workspace("bench_classifier_", FLAGS.preset)
+  tmp, spm, config_file = benchmarking.workspace("bench_classifier_", FLAGS.preset)
   data = sample_corpus.write_paraphrase_task(os.path.join(tmp, "MRPC"), num_train=1000,
                                              num_dev=32, num_test=8, max_words=60)
   results = {}
@@ -35,12 +35,12 @@ def main(_):
         max_seq_length=FLAGS.seq_length, do_train=True, train_batch_size=FLAGS.batch_size,
         eval_batch_size=32, train_step=FLAGS.steps, save_checkpoints_steps=FLAGS.steps,
         log_steps=1, dtype=dtype, jit_compile=FLAGS.jit_compile, progress=False))
-    results[dtype] = common.mean_throughput(out, FLAGS.warmup_steps)
+    results[dtype] = benchmarking.mean_throughput(out, FLAGS.warmup_steps)
   print(f"\nFine-tuning examples/s, {FLAGS.preset}, seq {FLAGS.seq_length}, batch "
         f"{FLAGS.batch_size} (mean of steps {FLAGS.warmup_steps + 1}-{FLAGS.steps}):")
   for dtype, value in results.items():
     print(f"  {dtype:9s} {value:7.2f}")
-  common.print_ratio(results, FLAGS.dtypes)
+  benchmarking.print_ratio(results, FLAGS.dtypes)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,9 @@ import itertools
 import json
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags
 import numpy as np
@@ -23,7 +21,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 import albert_tf
-import common  # pylint: disable=g-bad-import-order
+import benchmarking  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_string("preset", "base", "AlbertConfig preset.")
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
@@ -63,7 +61,7 @@ BUILDERS = {"albert_tf": build_albert_tf, "tf_models": build_tf_models}
 def make_step(impl, config, mode, jit):
   """A compiled step function of one implementation."""
   encoder, pooled = BUILDERS[impl](config)
-  return common.plain_step(encoder, mode, jit_compile=jit, pooled=pooled)
+  return benchmarking.plain_step(encoder, mode, jit_compile=jit, pooled=pooled)
 
 
 def time_block(step, inputs, labels, steps):

@@ -20,7 +20,7 @@ import time
 from absl import app, flags
 import numpy as np
 
-import common
+import benchmarking
 
 flags.DEFINE_string("preset", "base", "An AlbertConfig preset, or small (H=128, 4 layers).")
 flags.DEFINE_integer("batch_size", 8, "Examples per call.")
@@ -43,7 +43,7 @@ def time_export(path):
   """Median seconds of one `serving_default` call of the export at `path`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   serve = tf.saved_model.load(path).signatures["serving_default"]
-  x = batch(common.preset_config(FLAGS.preset).vocab_size)
+  x = batch(benchmarking.preset_config(FLAGS.preset).vocab_size)
   for _ in range(2):
     serve(**x)["pooled_output"].numpy()
   times = []
@@ -61,7 +61,7 @@ def main(_):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf import AlbertPretrainer  # pylint: disable=g-import-not-at-top
   from albert_tf.commands import export_tf_hub as export  # pylint: disable=g-import-not-at-top
-  config = common.preset_config(FLAGS.preset)
+  config = benchmarking.preset_config(FLAGS.preset)
   tmp = tempfile.mkdtemp(prefix="albert_tf_export_dtype_")
   config_file = os.path.join(tmp, "albert_config.json")
   config.to_json_file(config_file)

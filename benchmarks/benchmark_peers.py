@@ -113,15 +113,14 @@ def run_albert_tf(spec):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   from albert_tf.data import records  # pylint: disable=g-import-not-at-top
-  import common  # pylint: disable=g-import-not-at-top
+  import benchmarking  # pylint: disable=g-import-not-at-top
 
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if spec["dtype"] == "bfloat16" else "float32")
   config = albert_tf.AlbertConfig.from_preset(spec["preset"])
-  step = common.plain_step(albert_tf.AlbertEncoder(config, recompute=spec.get("recompute", False)),
+  step = benchmarking.plain_step(albert_tf.AlbertEncoder(config, recompute=spec.get("recompute", False)),
                            spec["mode"], jit_compile=spec.get("xla", False))
   lengths = records.bucket_lengths(spec["seq"])
 
@@ -179,7 +178,6 @@ def _torch_model(spec):
   """transformers' AlbertModel of the preset (tanh GELU, as albert_tf's) and a Linear head."""
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(os.cpu_count())
   torch.manual_seed(0)
@@ -275,7 +273,6 @@ def run_peak(spec):
   [T, H] x [H, 3H], [T, H] x [H, H], [T, H] x [H, I], [T, I] x [I, H] with T = B * S,
   FLOP-weighted (total FLOPs / total time), best of several repetitions each."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
   t, h, i = spec["batch"] * spec["seq"], c.hidden_size, c.intermediate_size
@@ -307,7 +304,6 @@ def run_matmuls(spec):
   the transposes TensorFlow's gradients use). The same inputs serve every layer (warmer
   caches than the real step's): an upper bound."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
   b, s = spec["batch"], spec["seq"]
@@ -387,7 +383,6 @@ def step_min_bytes(spec):
   (its gradient read; the sum read and written once per `applications_per_sum`
   applications). Per step in training, the optimizer's update: Adam's parameter, two
   slots and gradient read, three written (float32)."""
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   from albert_tf.modeling.encoder import applications_per_sum  # pylint: disable=g-import-not-at-top
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
@@ -418,7 +413,6 @@ def step_gflop(spec):
   embedding projection, L x (Q, K, V, scores, context, output projection, FFN), the pooler
   and the head; training is three times the forward (forward, and two matmuls per
   matmul backward)."""
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   import albert_tf  # pylint: disable=g-import-not-at-top
   c = albert_tf.AlbertConfig.from_preset(spec["preset"])
   b, s = spec["batch"], spec["seq"]

@@ -24,7 +24,6 @@ import time
 from absl import app, flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 flags.DEFINE_enum("mode", "data", ["data", "train"], "What to measure.")
 flags.DEFINE_integer("corpus_mb", 50, "Size of the generated corpus.")

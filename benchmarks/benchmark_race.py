@@ -14,16 +14,16 @@ import os
 
 from absl import app, flags
 
-import common  # pylint: disable=g-bad-import-order
+import benchmarking  # pylint: disable=g-bad-import-order
 from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.tasks import multiple_choice  # pylint: disable=g-bad-import-order
 
-common.define_training_flags(512, 2, 8, "Training batch size in questions (x4 sequences).")
+benchmarking.define_training_flags(512, 2, 8, "Training batch size in questions (x4 sequences).")
 FLAGS = flags.FLAGS
 
 
 def main(_):
-  tmp, spm, config_file = common.workspace("bench_race_", FLAGS.preset)
+  tmp, spm, config_file = benchmarking.workspace("bench_race_", FLAGS.preset)
   data = sample_corpus.write_race_task(os.path.join(tmp, "data"), (("train", 40), ("dev", 2)),
                                        filler_sentences=FLAGS.seq_length // 18)
   results = {}
@@ -35,12 +35,12 @@ def main(_):
         train_batch_size=FLAGS.batch_size, eval_batch_size=4, train_step=FLAGS.steps,
         warmup_step=0, save_checkpoints_steps=FLAGS.steps, log_steps=1, dtype=dtype,
         jit_compile=FLAGS.jit_compile, progress=False))
-    results[dtype] = common.mean_throughput(out, FLAGS.warmup_steps)
+    results[dtype] = benchmarking.mean_throughput(out, FLAGS.warmup_steps)
   print(f"\nRACE fine-tuning, {FLAGS.preset}, seq {FLAGS.seq_length}, batch {FLAGS.batch_size} "
         f"questions (mean of steps {FLAGS.warmup_steps + 1}-{FLAGS.steps}):")
   for dtype, value in results.items():
     print(f"  {dtype:9s} {value:6.3f} questions/s ({4 * value:.2f} sequences/s)")
-  common.print_ratio(results, FLAGS.dtypes)
+  benchmarking.print_ratio(results, FLAGS.dtypes)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 
 from absl import app, flags
 
-import common  # pylint: disable=g-bad-import-order
+import benchmarking  # pylint: disable=g-bad-import-order
 from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.text import tokenization  # pylint: disable=g-bad-import-order
 from albert_tf.training import logs  # pylint: disable=g-bad-import-order
@@ -70,7 +70,7 @@ def run_once(name, seq, bucket, data_dir, spm, config_file, out):
 
 
 def main(_):
-  tmp, spm, config_file = common.workspace("bench_real_length_", FLAGS.preset)
+  tmp, spm, config_file = benchmarking.workspace("bench_real_length_", FLAGS.preset)
   data_dir = sample_corpus.write_paraphrase_task(
       os.path.join(tmp, "MRPC"), num_train=FLAGS.steps * FLAGS.batch_size, num_dev=128,
       num_test=8, max_words=FLAGS.max_words)

@@ -41,11 +41,10 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # pylint: disable=wrong-import-position
 
-import common  # pylint: disable=wrong-import-position
+import benchmarking  # pylint: disable=wrong-import-position
 
 IDS_PATHS = ("tf_function", "saved_model", "saved_model_bf16", "onnx", "onnx_int8",
              "torch", "torch_bf16", "ort_peer", "ort_peer_int8")
@@ -107,7 +106,7 @@ def prepare(work: str, paths, seqs) -> dict:
   def run(*args):
     subprocess.run([sys.executable, *map(str, args)], check=True, capture_output=True)
   if not os.path.exists(files["run"]):
-    common.classifier_run(work, max(seqs))
+    benchmarking.classifier_run(work, max(seqs))
   config = os.path.join(work, "albert_config.json")
   if not os.path.exists(config):
     from albert_tf import runs  # pylint: disable=g-import-not-at-top

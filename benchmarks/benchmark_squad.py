@@ -16,7 +16,7 @@ import time
 
 from absl import app, flags
 
-import common  # pylint: disable=g-bad-import-order
+import benchmarking  # pylint: disable=g-bad-import-order
 from albert_tf.tasks import question_answering  # pylint: disable=g-bad-import-order
 from albert_tf.data import sample_corpus  # pylint: disable=g-bad-import-order
 from albert_tf.training.distribute import set_precision  # pylint: disable=g-bad-import-order
@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  tmp, spm, config_file = common.workspace("bench_squad_", FLAGS.preset)
+  tmp, spm, config_file = benchmarking.workspace("bench_squad_", FLAGS.preset)
   results = {}
   for version in FLAGS.versions:
     v2 = version == "2"

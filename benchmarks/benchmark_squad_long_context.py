@@ -10,18 +10,16 @@ it sits in: copy it into an older checkout to time that one.
 """
 
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags
 import numpy as np
 
 from albert_tf.data import squad
 from albert_tf.text import tokenization
-from common import pydoc_vocabulary
+from benchmarking import pydoc_vocabulary
 
 flags.DEFINE_integer("context_kb", 1024, "Context size in kilobytes.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; default: train one on pydoc.")

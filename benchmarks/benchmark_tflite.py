@@ -24,11 +24,10 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # pylint: disable=wrong-import-position
 
-import common  # pylint: disable=wrong-import-position
+import benchmarking  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string("model_dir", None, "A run_classifier.py output directory (default: "
                     "ALBERT-base, random weights).")
@@ -116,7 +115,7 @@ def main(_):
   model_dir, data_dir = FLAGS.model_dir, FLAGS.data_dir
   with_accuracy = bool(model_dir and data_dir)
   if not model_dir:
-    model_dir, generated = common.classifier_run(work, FLAGS.max_seq_length)
+    model_dir, generated = benchmarking.classifier_run(work, FLAGS.max_seq_length)
     data_dir = data_dir or generated
   run = runs.Run.read(model_dir, "--model_dir", ["classification"])
   seq = FLAGS.max_seq_length

@@ -12,18 +12,16 @@ the Chinese releases' vocab_chinese.txt is.
 
 import itertools
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags
 import tensorflow as tf
 
 from albert_tf.text import packing, preprocessing, tokenization
 from albert_tf.data import sample_corpus
-from common import pydoc_vocabulary
+from benchmarking import pydoc_vocabulary
 
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; default: train one on pydoc.")
 flags.DEFINE_string("vocab_file", None, "A WordPiece vocabulary to use instead.")

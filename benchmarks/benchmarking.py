@@ -3,13 +3,11 @@ throughput of a run's logged steps, and an ALBERT-base-shaped classifier run."""
 
 import csv
 import os
-import sys
 import tempfile
 
 from absl import flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top,wrong-import-position
 from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top,wrong-import-position

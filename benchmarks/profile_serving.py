@@ -106,13 +106,13 @@ def tf_kernels(path, seq):
   from ONEDNN_VERBOSE (run in a child with the variable set)."""
   env = dict(os.environ, ONEDNN_VERBOSE="1")
   code = ("import sys, numpy as np, tensorflow as tf\n"
-          f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
           "import profile_serving as p\n"
           f"f = tf.saved_model.load({path!r}).signatures['serving_default']\n"
           f"x = {{k: tf.constant(v) for k, v in p._inputs({seq}).items()}}\n"
           "for _ in range(15): f(**x)\n")
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       check=True).stdout.splitlines()
+                       check=True, cwd=os.path.dirname(os.path.abspath(__file__))  # import p
+                       ).stdout.splitlines()
   execs = [l.split(",") for l in out if l.startswith("onednn_verbose") and ",exec," in l]
   execs = execs[len(execs) // 3:]   # past the warm-ups' first-time reorders
   times = collections.defaultdict(list)

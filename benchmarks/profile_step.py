@@ -22,12 +22,10 @@ import glob
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags
 import numpy as np
@@ -35,7 +33,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 import albert_tf
-import common
+import benchmarking
 
 flags.DEFINE_string("preset", "base", "An AlbertConfig preset, or small (H=128, 4 layers).")
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
@@ -110,8 +108,8 @@ def main(_):
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
   keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if FLAGS.dtype == "bfloat16" else "float32")
-  config = common.preset_config(FLAGS.preset)
-  step = common.plain_step(albert_tf.AlbertEncoder(config, recompute=FLAGS.recompute), FLAGS.mode)
+  config = benchmarking.preset_config(FLAGS.preset)
+  step = benchmarking.plain_step(albert_tf.AlbertEncoder(config, recompute=FLAGS.recompute), FLAGS.mode)
   rng = np.random.default_rng(0)
   b, s = FLAGS.batch_size, FLAGS.seq_length
   x = dict(input_word_ids=tf.constant(rng.integers(5, config.vocab_size, (b, s)), tf.int32),

@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -115,6 +116,20 @@ def test_each_layer_imports_only_what_it_may(part):
     used = {p.removesuffix(".py") for p in _imported_parts(path)} - {own}
     allowed = {a.removesuffix(".py") for a in ALLOWED[part]}
     assert used <= allowed, f"{path.relative_to(ROOT)} imports albert_tf.{used - allowed}"
+
+
+def test_the_benchmarks_import_their_helper_without_editing_sys_path():
+  """benchmarks/ holds speed and memory benchmarks and profilers, which share
+  benchmarks/benchmarking.py as `import benchmarking` (Python puts a script's folder first
+  on sys.path) and import albert_tf as installed; the correctness checks against the peers
+  are tests (tests/test_peers.py)."""
+  scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+  assert (ROOT / "benchmarks" / "benchmarking.py") in scripts
+  for path in scripts:
+    text = path.read_text(encoding="utf-8")
+    assert "sys.path" not in text, path.name
+    assert not re.search(r"^\s*(import common|from common import)", text, re.M), path.name
+  assert not [p.name for p in scripts if p.name.startswith(("parity_", "compare_"))]
 
 
 def test_one_module_owns_a_run_s_record():

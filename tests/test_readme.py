@@ -117,7 +117,7 @@ for script in sys.argv[1:]:
   sys.path.insert(0, os.path.dirname(script))
   runpy.run_path(script, run_name="albert_tf_read_flags")
   sys.path[:] = path
-  for name in set(sys.modules) - modules:   # the helpers beside it (benchmarks/common.py
+  for name in set(sys.modules) - modules:   # the helpers beside it (benchmarks/benchmarking.py
     where = getattr(sys.modules[name], "__file__", None) or ""   # and tests/common.py)
     if os.path.dirname(where) in HELPER_DIRS:
       del sys.modules[name]
@@ -168,7 +168,7 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   # the step's matmuls alone (the bound with all else free), the memory bandwidth, and the
   # parameters the bound's optimizer update counts.
   peak = dict(impl="peak", preset="base", batch=1, seq=32, dtype="float32")
-  workers = ("import json, sys; sys.path.insert(0, 'benchmarks'); sys.argv = ['x']; "
+  workers = ("import json, sys; sys.argv = ['x']; "   # run in benchmarks/, as its scripts are
              "import albert_tf, benchmark_peers as b; "
              "c = albert_tf.AlbertConfig.from_preset('base'); "
              f"print(json.dumps(dict(peak=b.run_peak({peak!r}), "
@@ -176,7 +176,7 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
              "bandwidth=b.run_bandwidth({'impl': 'bandwidth'}), counted=b.parameter_count(c), "
              "built=albert_tf.AlbertEncoder(c).count_params())))")
   done = subprocess.run([sys.executable, "-c", workers], capture_output=True, text=True,
-                        timeout=600, cwd=ROOT)
+                        timeout=600, cwd=ROOT / "benchmarks")
   assert done.returncode == 0, done.stderr[-3000:]
   got = json.loads(done.stdout.strip().splitlines()[-1])
   assert got["peak"]["gflops"] > 1 and got["matmuls"]["seconds"] > 0

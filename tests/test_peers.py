@@ -1,0 +1,359 @@
+"""albert_tf against the peers themselves: transformers on torch, both ways, on every model
+kind and on a trained run; tf-models-official's TF-Hub module converted for transformers;
+run_ner.py's fine-tuning against transformers' from the same start.
+
+They need the [bench] extra (torch, transformers), which `make test`'s install never
+carries: there they are skipped with one line, and `make test-peers` runs them in a
+virtualenv of their own, printing the figures docs/fidelity.md quotes (`-s`).
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs the [bench] extra (torch, transformers): "
+                            "make test-peers")
+transformers = pytest.importorskip("transformers", reason="needs the [bench] extra (torch, "
+                                   "transformers): make test-peers")
+
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+import tf_keras as keras  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+import albert_tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+from common import (GROUPED, NER_CFG, TINY, assert_close, export_tf_models_module,  # pylint: disable=g-import-not-at-top,wrong-import-position
+                    random_inputs, run_script, write_classifier_run, write_conll, write_release)
+
+pytestmark = pytest.mark.peers
+TOLERANCE = 1e-5   # relative to the magnitude of the outputs compared (common.assert_close)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quiet():
+  transformers.logging.set_verbosity_error()
+  transformers.utils.logging.disable_progress_bar()
+  torch.set_num_threads(1)
+  print(f"\ntorch {torch.__version__}, transformers {transformers.__version__}, "
+        f"TensorFlow {tf.__version__}")
+
+
+def _hf_config(hidden_act, num_labels=2):
+  c = GROUPED
+  return transformers.AlbertConfig(
+      vocab_size=c["vocab_size"], embedding_size=c["embedding_size"],
+      hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
+      num_hidden_groups=c["num_hidden_groups"], inner_group_num=c["inner_group_num"],
+      num_attention_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
+      max_position_embeddings=c["max_position_embeddings"], hidden_act=hidden_act,
+      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=num_labels,
+      classifier_dropout_prob=0.0)
+
+
+def _torch_inputs(x):
+  return dict(input_ids=torch.tensor(x["input_word_ids"], dtype=torch.long),
+              attention_mask=torch.tensor(x["input_mask"], dtype=torch.long),
+              token_type_ids=torch.tensor(x["input_type_ids"], dtype=torch.long))
+
+
+def _hf_outputs(model, x):
+  """transformers' outputs as NumPy, named as albert_tf names them."""
+  with torch.no_grad():
+    out = model(**_torch_inputs(x), output_hidden_states=True)
+  if hasattr(out, "prediction_logits"):
+    got = dict(mlm_logits=out.prediction_logits, sop_logits=out.sop_logits,
+               sequence_output=out.hidden_states[-1])
+  elif hasattr(out, "last_hidden_state"):
+    got = dict(sequence_output=out.last_hidden_state, pooled_output=out.pooler_output)
+  else:
+    got = dict(logits=out.logits)
+  return {k: v.numpy() for k, v in got.items()}
+
+
+def _albert_tf_outputs(model, x):
+  """albert_tf's outputs; the masked-LM logits at every position, as transformers gives them."""
+  batch, seq = x["input_word_ids"].shape
+  inputs = {k: tf.constant(v) for k, v in x.items() if k != "masked_lm_positions"}
+  if isinstance(model, (albert_tf.AlbertClassifier, albert_tf.AlbertTokenClassifier)):
+    return dict(logits=model(inputs).numpy())
+  if isinstance(model, albert_tf.AlbertPretrainer):
+    inputs["masked_lm_positions"] = tf.tile(tf.range(seq)[tf.newaxis], [batch, 1])
+  out = model(inputs)
+  return {k: out[k].numpy() for k in ("sequence_output", "pooled_output", "mlm_logits",
+                                      "sop_logits") if k in out}
+
+
+def _compare(got, want, what):
+  """Asserts each output within TOLERANCE of the peer's and prints the largest differences."""
+  for key in want:
+    assert_close(got[key], want[key], TOLERANCE, err_msg=f"{what}: {key}")
+  print(f"  {what:60s} " + "  ".join(
+      f"{k} {float(np.abs(np.asarray(got[k], np.float64) - want[k]).max()):.1e}" for k in want))
+
+
+HF_CLASSES = ("AlbertModel", "AlbertForPreTraining", "AlbertForSequenceClassification",
+              "AlbertForTokenClassification")
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu_new", "gelu", "relu"])
+@pytest.mark.parametrize("hf_class", HF_CLASSES)
+def test_transformers_models_read_in_albert_tf(tmp_path, hidden_act, hf_class):
+  """save_pretrained (safetensors) -> albert_tf.build_hf_model: grouped sharing (L=3, G=2,
+  two inner groups) with every parameter random, LayerNorms included, so each tensor counts."""
+  torch.manual_seed(0)
+  hf_model = getattr(transformers, hf_class)(_hf_config(hidden_act)).eval()
+  generator = torch.Generator().manual_seed(len(hidden_act))
+  with torch.no_grad():
+    for name, p in sorted(hf_model.named_parameters()):
+      p.copy_(torch.randn(p.shape, generator=generator) * 0.2
+              + (1.0 if p.dim() == 1 and "LayerNorm.weight" in name else 0.0))
+  hf_model.save_pretrained(str(tmp_path), safe_serialization=True)
+  model, report = albert_tf.build_hf_model(str(tmp_path))
+  # transformers' token classifier has no pooler; albert_tf's encoder keeps an unused one.
+  unused = {"bert/pooler/dense/bias", "bert/pooler/dense/kernel"} if "Token" in hf_class else set()
+  assert set(report.freshly_initialized) == unused, report.freshly_initialized
+  x = random_inputs(GROUPED, batch=3, seq=16)
+  _compare(_albert_tf_outputs(model, x), _hf_outputs(hf_model, x),
+           f"{hidden_act} {hf_class} -> {type(model).__name__}")
+
+
+ALBERT_TF_KINDS = {
+    "AlbertEncoder": ("AlbertModel", lambda c: albert_tf.AlbertEncoder(c)),
+    "AlbertPretrainer": ("AlbertForPreTraining", lambda c: albert_tf.AlbertPretrainer(c)),
+    "AlbertClassifier": ("AlbertForSequenceClassification",
+                         lambda c: albert_tf.AlbertClassifier(albert_tf.AlbertEncoder(c), 3)),
+    "AlbertTokenClassifier": ("AlbertForTokenClassification",
+                              lambda c: albert_tf.AlbertTokenClassifier(albert_tf.AlbertEncoder(c), 3)),
+}
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact", "relu"])
+@pytest.mark.parametrize("kind", sorted(ALBERT_TF_KINDS))
+def test_albert_tf_models_read_in_transformers(tmp_path, hidden_act, kind):
+  """albert_tf.save_hf_model -> transformers' from_pretrained, every variable random."""
+  hf_class, build = ALBERT_TF_KINDS[kind]
+  keras.utils.set_random_seed(1)
+  model = build(albert_tf.AlbertConfig.from_dict(dict(GROUPED, hidden_act=hidden_act)))
+  x = random_inputs(GROUPED, batch=3, seq=16)
+  _albert_tf_outputs(model, x)   # built
+  for v in model.variables:
+    v.assign(tf.random.normal(v.shape, stddev=0.2) + (1.0 if "gamma" in v.name else 0.0))
+  albert_tf.save_hf_model(model, str(tmp_path), labels=["a", "b", "c"] if "Classifier" in kind
+                          else None)
+  hf_model = getattr(transformers, hf_class).from_pretrained(str(tmp_path)).eval()
+  _compare(_albert_tf_outputs(model, x), _hf_outputs(hf_model, x),
+           f"{hidden_act} {kind} -> {hf_class}")
+
+
+def test_a_classifier_run_converted_by_the_script_reads_in_transformers(tmp_path, spm_model):
+  """A run_classifier.py --output_dir, through convert_checkpoint.py --output_format=hf, into
+  AlbertForSequenceClassification with its AlbertTokenizer: the class probabilities of the
+  same ids, and how often transformers' own tokenizer gives albert_tf's ids."""
+  from albert_tf import sources  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
+  from common import CORPUS  # pylint: disable=g-import-not-at-top
+  cfg = dict(NER_CFG)
+  keras.utils.set_random_seed(2)
+  model = albert_tf.AlbertClassifier(albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_dict(cfg)), 2)
+  seq = 48
+  _albert_tf_outputs(model, random_inputs(cfg, batch=1, seq=seq))
+  write_classifier_run(tmp_path / "run", model, cfg, seq, spm_model_file=spm_model)
+  done = run_script("convert_checkpoint.py", f"--model={tmp_path / 'run'}",
+                    "--output_format=hf", f"--output_dir={tmp_path / 'hf'}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  source = sources.read(str(tmp_path / "run"))
+  examples = [glue.InputExample(f"dev-{i}", a, b, "0")
+              for i, (a, b) in enumerate(zip(CORPUS, CORPUS[1:] + CORPUS[:1]))]
+  features = list(glue.convert_examples(examples, source.task, source.tokenizer, seq))
+  x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
+      ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
+      ("input_type_ids", "segment_ids"))}
+  hf_model = transformers.AlbertForSequenceClassification.from_pretrained(
+      str(tmp_path / "hf")).eval()
+  want = torch.softmax(torch.tensor(_hf_outputs(hf_model, x)["logits"]), -1).numpy()
+  got = tf.nn.softmax(source.model({k: tf.constant(v) for k, v in x.items()}), -1).numpy()
+  _compare(dict(probabilities=got), dict(probabilities=want),
+           f"run -> convert_checkpoint.py -> {type(hf_model).__name__}")
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"), use_fast=False)
+  theirs = tokenizer([e.text_a for e in examples], [e.text_b for e in examples],
+                     padding="max_length", truncation="longest_first", max_length=seq)
+  same = np.mean(np.all(np.array(theirs["input_ids"]) == x["input_word_ids"], 1))
+  # transformers' AlbertTokenizer cuts SentencePiece's user-defined symbols (such as
+  # ( ) " - .) out of the text before SentencePiece sees them; the original does not.
+  print(f"  transformers' own {type(tokenizer).__name__} gives albert_tf's ids for "
+        f"{same:.0%} of {len(examples)} pairs")
+  assert same > 0   # the same SentencePiece model, read the same way, for most text
+
+
+def test_a_tf_models_module_converted_reads_in_transformers(tmp_path, spm_model):
+  """tf-models-official's TF-Hub module (as Google's albert_en_*/3 were written) through
+  convert_checkpoint.py --output_format=hf into AlbertForMaskedLM: the sequence output
+  and the masked-LM logits of the module's own signatures."""
+  release, cfg = str(tmp_path / "release"), dict(TINY, vocab_size=1500)   # the vocabulary's
+  write_release(release, cfg, spm_model)
+  module_dir = export_tf_models_module(release, "model.ckpt-best", spm_model,
+                                       str(tmp_path / "module"), with_mlm=True)
+  done = run_script("convert_checkpoint.py", f"--model={module_dir}", "--output_format=hf",
+                    f"--output_dir={tmp_path / 'hf'}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  module = tf.saved_model.load(module_dir)
+  hf_model = transformers.AlbertForMaskedLM.from_pretrained(str(tmp_path / "hf")).eval()
+  x = random_inputs(cfg, batch=3, seq=16)
+  inputs = {k: x[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+  ours = module(inputs, training=False)
+  positions = np.tile(np.arange(4, dtype=np.int32), (3, 1))
+  mlm = module.mlm(dict(inputs, masked_lm_positions=positions), training=False)["mlm_logits"]
+  with torch.no_grad():
+    out = hf_model(**_torch_inputs(x), output_hidden_states=True)
+  keep = x["input_mask"].astype(bool)
+  _compare(dict(sequence_output=ours["sequence_output"].numpy()[keep],
+                mlm_logits=mlm.numpy()),
+           dict(sequence_output=out.hidden_states[-1].numpy()[keep],
+                mlm_logits=out.logits.numpy()[:, :4]),
+           "tf-models module -> convert_checkpoint.py -> AlbertForMaskedLM")
+
+
+NER_STEPS, NER_BATCH, NER_SEQ, NER_LR, NER_WARMUP = 300, 16, 32, 3e-3, 30
+
+
+def _transformers_ner_f1(init_dir, run, seed):
+  """AlbertForTokenClassification fine-tuned on `run`'s own training windows (ignored
+  positions -100) as run_ner.py trains: AdamW with weight decay 0.01 but on LayerNorms and
+  biases, epsilon 1e-6, linear warmup and decay, gradients clipped to norm 1; dev entity F1
+  of the predictions merged to one tag per word."""
+  from albert_tf.data import ner  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import token_classification  # pylint: disable=g-import-not-at-top
+  torch.manual_seed(seed)
+  model = transformers.AlbertForTokenClassification.from_pretrained(init_dir)
+  plain = [p for n, p in model.named_parameters() if "LayerNorm" in n or n.endswith("bias")]
+  decay = [p for n, p in model.named_parameters() if not ("LayerNorm" in n or n.endswith("bias"))]
+  optimizer = torch.optim.AdamW([dict(params=decay, weight_decay=0.01),
+                                 dict(params=plain, weight_decay=0.0)], lr=NER_LR, eps=1e-6)
+  schedule = transformers.get_linear_schedule_with_warmup(optimizer, NER_WARMUP, NER_STEPS)
+
+  def tensors(windows):
+    return {k: torch.tensor(np.array([getattr(w, a) for w in windows], np.int64)) for k, a in (
+        ("input_ids", "input_ids"), ("attention_mask", "input_mask"),
+        ("token_type_ids", "segment_ids"), ("labels", "label_ids"))}
+
+  train = tensors(run.windows["train"])
+  train["labels"][train["labels"] < 0] = -100
+  rng = np.random.default_rng(seed)
+  order = np.concatenate([rng.permutation(len(train["labels"]))
+                          for _ in range(NER_STEPS * NER_BATCH // len(train["labels"]) + 1)])
+  model.train()
+  for step in range(NER_STEPS):
+    rows = torch.tensor(order[step * NER_BATCH:(step + 1) * NER_BATCH])
+    model(**{k: v[rows] for k, v in train.items()}).loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+  model.eval()
+  dev = {k: v for k, v in tensors(run.windows["dev"]).items() if k != "labels"}
+  with torch.no_grad():
+    predicted = model(**dev).logits.argmax(-1).numpy()
+  tags = ner.merge_predictions(run.sentences["dev"], run.windows["dev"], predicted, run.labels)
+  return token_classification.entity_metrics([s.tags for s in run.sentences["dev"]], tags)["f1"]
+
+
+@pytest.mark.slow
+def test_ner_fine_tuning_learns_as_transformers_does_from_the_same_start(tmp_path, spm_model):
+  """run_ner.py's task and transformers' AlbertForTokenClassification, each fine-tuned from
+  the same random start (a Hugging Face directory) on the same windows for the same steps,
+  at two seeds: both learn the generated set (names by context), and their mean dev F1
+  agree within what two seeds of one side differ by."""
+  from albert_tf.data import ner  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import token_classification  # pylint: disable=g-import-not-at-top
+  data = write_conll(str(tmp_path / "conll"))
+  labels = ner.label_list(ner.read_sentences(os.path.join(data, "train.txt")))
+  results = {"albert_tf": [], "transformers": []}
+  for seed in (0, 1):
+    keras.utils.set_random_seed(seed)
+    init = str(tmp_path / f"init{seed}")
+    model = albert_tf.AlbertTokenClassifier(
+        albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_dict(NER_CFG)), len(labels))
+    _albert_tf_outputs(model, random_inputs(NER_CFG, batch=1, seq=8))
+    albert_tf.save_hf_model(model, init, labels=labels)
+    run = token_classification.NerRun(token_classification.NerOptions(
+        data_dir=data, output_dir=str(tmp_path / f"run{seed}"), albert_directory=init,
+        spm_model_file=spm_model, max_seq_length=NER_SEQ, train_batch_size=NER_BATCH,
+        learning_rate=NER_LR, train_step=NER_STEPS, warmup_step=NER_WARMUP,
+        save_checkpoints_steps=NER_STEPS, do_train=True, do_eval=True, progress=False,
+        seed=seed, dropout_prob=0.1))
+    results["albert_tf"].append(run.run()["eval"]["f1"])
+    results["transformers"].append(_transformers_ner_f1(init, run, seed))
+  for side, values in results.items():
+    print(f"  NER dev entity F1, {side:12s} {np.mean(values):.4f} (seeds 0, 1: "
+          + ", ".join(f"{v:.4f}" for v in values) + f"; {NER_STEPS} steps)")
+  assert min(min(v) for v in results.values()) > 0.5
+  spread = max(np.ptp(v) for v in results.values())
+  assert abs(np.mean(results["albert_tf"]) - np.mean(results["transformers"])) <= max(0.05, spread)
+
+
+KEYS = ("sequence_output", "pooled_output", "mlm_logits", "sop_logits")
+
+
+def test_the_fidelity_figures(tmp_path):
+  """docs/fidelity.md's table: albert_tf against the float64 NumPy implementation of the
+  original equations (fed an original-format TF1 checkpoint), tf-models-official's
+  AlbertEncoder restored by its own converter, XLA, and the TF-Hub SavedModel through
+  hub.KerasLayer (ALBERT-base included). `make test` asserts each; here they are printed."""
+  import original_albert  # pylint: disable=g-import-not-at-top
+  from common import SQUARE, encoder_inputs  # pylint: disable=g-import-not-at-top
+  print("  albert_tf (float32) vs the NumPy reference of the original (float64):")
+  for name, cfg in (("grouped: L=3, G=2, inner=2", GROUPED), ("full sharing", TINY),
+                    ("E == H (no projection)", SQUARE)):
+    weights = original_albert.random_weights(cfg)
+    prefix = original_albert.write_checkpoint(str(tmp_path / name.split(":")[0].split()[0]),
+                                              weights)
+    x = random_inputs(cfg)
+    want = original_albert.forward(cfg, weights, x["input_word_ids"], x["input_mask"],
+                                   x["input_type_ids"], x["masked_lm_positions"])
+    model = albert_tf.AlbertPretrainer(cfg)
+    albert_tf.load_original_checkpoint(model, prefix)
+    got = model(x)
+    _compare({k: got[k].numpy() for k in KEYS}, {k: want[k] for k in KEYS}, name)
+
+  from official.legacy.albert import configs as tfm_configs  # pylint: disable=g-import-not-at-top
+  from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter  # pylint: disable=g-import-not-at-top
+  weights = original_albert.random_weights(TINY, heads=False, seed=11)
+  (tmp_path / "v1").mkdir()
+  (tmp_path / "v2").mkdir()
+  v1 = original_albert.write_checkpoint(str(tmp_path / "v1" / "model.ckpt"), weights)
+  tfm_config = tfm_configs.AlbertConfig.from_dict(TINY)
+  converter.convert_checkpoint(tfm_config, str(tmp_path / "v2" / "ckpt"), v1, "encoder")
+  theirs = converter._create_albert_model(tfm_config)  # pylint: disable=protected-access
+  tf.train.Checkpoint(encoder=theirs).read(tf.train.latest_checkpoint(str(tmp_path / "v2")))
+  ours = albert_tf.AlbertEncoder(TINY)
+  albert_tf.load_original_checkpoint(ours, v1)
+  x = encoder_inputs(random_inputs(TINY, batch=4, seq=16))
+  sequence, pooled = theirs([x["input_word_ids"], x["input_mask"], x["input_type_ids"]])
+  out = ours(x)
+  _compare(dict(sequence_output=out["sequence_output"].numpy(),
+                pooled_output=out["pooled_output"].numpy()),
+           dict(sequence_output=sequence.numpy(), pooled_output=pooled.numpy()),
+           "tf-models-official AlbertEncoder, same TF1 checkpoint")
+
+  model = albert_tf.AlbertPretrainer(GROUPED)
+  x = {k: tf.constant(v) for k, v in random_inputs(GROUPED).items()}
+  eager = model(x)
+  xla = tf.function(lambda inputs: model(inputs), jit_compile=True)(x)  # pylint: disable=unnecessary-lambda
+  _compare({k: xla[k].numpy() for k in KEYS}, {k: eager[k].numpy() for k in KEYS},
+           "XLA (jit_compile=True) vs eager")
+
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import tf_hub  # pylint: disable=g-import-not-at-top
+  for i, (name, cfg, batch, seq) in enumerate((
+      ("grouped", GROUPED, 3, 11), ("full sharing", TINY, 3, 11),
+      ("ALBERT-base (random weights)", albert_tf.PRESETS["base_v2"], 2, 128))):
+    model = albert_tf.AlbertPretrainer(cfg)
+    path = str(tmp_path / "hub" / str(i))
+    tf_hub.export_encoder(model, path)
+    x = random_inputs(dict(model.config.to_dict()), batch=batch, seq=seq)
+    want = model(x)
+    got = dict(hub.KerasLayer(path, trainable=True)(encoder_inputs(x)))
+    loaded = hub.load(path)
+    got["mlm_logits"] = loaded.mlm(x)["mlm_logits"]
+    got["sop_logits"] = loaded.sop(encoder_inputs(x))["sop_logits"]
+    _compare({k: got[k].numpy() for k in KEYS}, {k: want[k].numpy() for k in KEYS},
+             f"TF-Hub SavedModel via hub.KerasLayer, {name}")
