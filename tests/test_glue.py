@@ -753,19 +753,22 @@ def test_a_trained_run_is_a_model_source_for_the_original_flags(model_files, tmp
   its best checkpoint and its vocabulary, checked against its vocab_size."""
   from albert_tf import sources  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import base  # pylint: disable=import-outside-toplevel
+  from albert_tf import AlbertClassifier, AlbertEncoder  # pylint: disable=import-outside-toplevel
+  from common import write_classifier_run  # pylint: disable=import-outside-toplevel
   out = tmp_path / "mrpc"
-  classifier.run(options(model_files, out, train_step=8, warmup_step=0,
-                         save_checkpoints_steps=8, do_predict=False))
+  inputs = {k: tf.zeros([1, 8], tf.int32) for k in ("input_word_ids", "input_mask",
+                                                     "input_type_ids")}
+  model = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(CFG)), 2)
+  model(inputs)
+  write_classifier_run(out, model, CFG, SEQ, spm_model_file=os.path.abspath(model_files["spm"]))
   source = base.resolve_model_source(base.ModelOptions(albert_directory=str(out)), SEQ)
   assert source.config.to_dict() == AlbertConfig.from_dict(CFG).to_dict()
   assert source.init_checkpoint == str(out / "model.ckpt-best")
   assert source.tokenizer.spm_model_file == os.path.abspath(model_files["spm"])
   # A classifier of another task (three labels) starts from the run's encoder weights.
   trained = runs.Run.read(str(out)).model()
-  from albert_tf import AlbertClassifier  # pylint: disable=import-outside-toplevel
   other = AlbertClassifier(source.build_encoder(), num_classes=3)
-  other(trained.encoder.dummy_inputs if hasattr(trained.encoder, "dummy_inputs") else
-        {k: tf.zeros([1, 8], tf.int32) for k in ("input_word_ids", "input_mask", "input_type_ids")})
+  other(inputs)
   capsys.readouterr()
   source.initialize(other)   # its two-label head left fresh, and said so
   assert "(of other shapes there)" in capsys.readouterr().out
