@@ -60,11 +60,8 @@ class Kind:
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
-  if run.problem_type == own.MULTI:
-    raise ValueError(f"{run.flag}={run.path} is a multi-label classifier; its TFLite file "
-                     "would apply softmax, not sigmoids: use its serving or ONNX export")
-  return LiteClassifier(model, tokenizer, seq_length, run.text_fields,
-                        run.problem_type == own.REGRESSION)
+  output = {own.MULTI: "sigmoid", own.REGRESSION: "score"}.get(run.problem_type, "softmax")
+  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, output)
 
 
 def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):

@@ -137,7 +137,7 @@ def read(value: str, flag: str = FLAG, spm_model_file: Optional[str] = None,
     # names them, so that its config.json says how many there are.
     labels = found.labels or ([f"LABEL_{i}" for i in range(found.num_labels)]
                               if found.num_labels else None)
-    source = Source(path, kinds[found.layout], model, None, labels)
+    source = Source(path, kinds[found.layout], model, None, labels, found.problem_type)
   # Heads the source did not hold (a tf-models module has no sentence-order head) are
   # not written out as if trained.
   source.fresh = [n.split(" ")[0] for n in report.freshly_initialized]

@@ -71,6 +71,11 @@ def test_a_run_s_logits_and_a_client_that_tokenizes_with_the_shipped_vocabulary(
   sidecar = json.loads(open(out + ".json").read())
   assert sidecar["labels"] == ["contradiction", "entailment", "neutral"]
   assert sidecar["outputs"] == ["logits"]
+  assert sidecar["problem_type"] == "single_label_classification"
+  # ... and in the file's own metadata, for a client that has the file alone.
+  written = _session(out).get_modelmeta().custom_metadata_map
+  assert json.loads(written["labels"]) == sidecar["labels"]
+  assert json.loads(written["problem_type"]) == "single_label_classification"
   # A client outside albert_tf: SentencePiece and the JSON alone (lower-cased text).
   pieces = spm.SentencePieceProcessor(model_file=os.path.join(os.path.dirname(out),
                                                               sidecar["vocabulary"]))

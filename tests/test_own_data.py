@@ -2,6 +2,7 @@
 labels, and every bad input one error naming the file and line."""
 
 import json
+import os
 
 import pytest
 
@@ -233,6 +234,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   record = runs.read_record(str(out))
   assert (record["problem_type"], record["labels"]) == (own.MULTI, sorted(TOPICS))
   assert (out / "labels.txt").read_text().split() == sorted(TOPICS)
+  assert {"learning_curve.png", "best_checkpoint.png"} <= set(os.listdir(out))
   predicted = read_predictions(out / "test_predictions.jsonl")
   test_rows = [json.loads(line) for line in open(files["test"], encoding="utf-8")]
   assert [p["index"] for p in predicted] == list(range(60))
@@ -265,6 +267,32 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   ids = np.asarray([[2, 10, 11, 3]], np.int32)
   inputs = dict(input_word_ids=ids, input_mask=np.ones_like(ids), input_type_ids=np.zeros_like(ids))
   assert_close(written(inputs).numpy(), runs.Run.read(str(out)).model()(inputs).numpy(), 1e-6)
+  # KerasHub: an AlbertTextClassifier with sigmoid outputs, the problem and the labels in
+  # metadata.json; albert_tf reads them back.
+  import keras_hub  # pylint: disable=import-outside-toplevel
+  from albert_tf import sources  # pylint: disable=import-outside-toplevel
+  convert.run(convert.ConvertOptions(model=str(out), output_format="keras_hub",
+                                     output_dir=str(tmp_path / "preset")))
+  metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
+  assert (metadata["problem_type"], metadata["labels"]) == (own.MULTI, sorted(TOPICS))
+  task = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"),
+                                                           preprocessor=None)
+  theirs = np.asarray(task(dict(token_ids=ids, padding_mask=np.ones_like(ids),
+                                segment_ids=np.zeros_like(ids))))
+  ours = runs.Run.read(str(out)).model()(inputs).numpy()
+  assert_close(theirs, 1 / (1 + np.exp(-ours)), 1e-5)
+  back = sources.read(str(tmp_path / "preset"))
+  assert (back.problem_type, back.labels) == (own.MULTI, sorted(TOPICS))
+  # TFLite: raw text in, each label's sigmoid out (float32 weights: within 1e-4).
+  from albert_tf.commands import export_tflite  # pylint: disable=import-outside-toplevel
+  from test_tflite import litert  # pylint: disable=import-outside-toplevel
+  export_tflite.run(export_tflite.TFLiteOptions(model=str(out), quantization="none",
+                                                output_file=str(tmp_path / "topics.tflite")))
+  runner = litert((tmp_path / "topics.tflite").read_bytes()).get_signature_runner()
+  lite = np.concatenate([runner(sentence=np.array([r["text"].encode()], dtype=object))[
+      "probabilities"] for r in test_rows[:4]])
+  np.testing.assert_allclose(lite, [[p["probabilities"][t] for t in sorted(TOPICS)]
+                                    for p in predicted[:4]], atol=1e-4)
   # A rerun that only predicts reads the problem and the labels from the run.
   again = classification.run(own_options(model, out, do_train=False, do_eval=False,
                                          train_file=None, dev_file=None,
@@ -311,6 +339,8 @@ def test_single_label_csv_pairs_and_regression_tsv_learn(model, tmp_path):
   assert evaluation["mse"] < 0.5 * evaluation["baseline_mse"]
   predicted = read_predictions(tmp_path / "scores" / "test_predictions.jsonl")
   assert all(set(p) == {"index", "score"} for p in predicted)
+  for run in ("pairs", "scores"):
+    assert (tmp_path / run / "best_checkpoint.png").stat().st_size > 0
 
 
 def test_own_files_and_a_glue_task_are_one_or_the_other(model, tmp_path):
@@ -326,3 +356,34 @@ def test_own_files_and_a_glue_task_are_one_or_the_other(model, tmp_path):
     classification.run(own_options(model, tmp_path / "out", train_file=train, dev_file=train,
                                    do_predict=False, best_metric="pearson"))
   assert not (tmp_path / "out").exists()
+
+
+def test_the_best_checkpoint_picture_draws_the_dev_results(tmp_path):
+  """best_checkpoint.png beside learning_curve.png: what it draws, from known logits."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import own_data  # pylint: disable=import-outside-toplevel
+  single = own.Problem(own.SINGLE, ["a", "b", "c"])
+  targets = np.array([0, 0, 1, 2, 2, 2])
+  logits = np.eye(3)[[0, 1, 1, 2, 2, 0]] * 4.0                              # 4 of 6 right
+  drawn = own_data.best_checkpoint_picture(single, targets, logits, 0.5,
+                                           str(tmp_path / "single.png"), "dev")
+  assert drawn.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
+  metrics = own_data.problem_metrics(single, targets, logits, 0.5)
+  assert np.trace(drawn) / drawn.sum() == pytest.approx(metrics["accuracy"])
+
+  multi = own.Problem(own.MULTI, ["x", "y"])
+  targets = np.array([[1, 0], [1, 1], [0, 1], [0, 0]], np.float32)
+  logits = np.array([[3, -3], [3, -3], [-3, 3], [3, -3]], np.float32)
+  drawn = own_data.best_checkpoint_picture(multi, targets, logits, 0.5,
+                                           str(tmp_path / "multi.png"), "dev")
+  metrics = own_data.problem_metrics(multi, targets, logits, 0.5)
+  assert drawn == pytest.approx({"x": 0.8, "y": 2 / 3})   # x: 2 of 3 chosen right; y: 1 of 2 found
+  assert drawn == pytest.approx({k: metrics[f"f1/{k}"] for k in ("x", "y")})
+
+  regression = own.Problem(own.REGRESSION, [])
+  true, predicted = drawn = own_data.best_checkpoint_picture(
+      regression, np.array([0.5, 1.5, 3.0]), np.array([[0.4], [1.7], [2.0]]), 0.5,
+      str(tmp_path / "scores.png"), "dev")
+  assert true.tolist() == [0.5, 1.5, 3.0] and predicted.tolist() == [0.4, 1.7, 2.0]
+  for name in ("single", "multi", "scores"):
+    assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

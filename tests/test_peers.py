@@ -215,20 +215,38 @@ def test_a_tf_models_module_converted_reads_in_transformers(tmp_path, spm_model)
 NER_STEPS, NER_BATCH, NER_SEQ, NER_LR, NER_WARMUP = 300, 16, 32, 3e-3, 30
 
 
-def _transformers_ner_f1(init_dir, run, seed):
-  """AlbertForTokenClassification fine-tuned on `run`'s own training windows (ignored
-  positions -100) as run_ner.py trains: AdamW with weight decay 0.01 but on LayerNorms and
-  biases, epsilon 1e-6, linear warmup and decay, gradients clipped to norm 1; dev entity F1
-  of the predictions merged to one tag per word."""
-  from albert_tf.data import ner  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import token_classification  # pylint: disable=g-import-not-at-top
+def _torch_fine_tune(model, train, seed, steps, batch, learning_rate, warmup):
+  """Trains a transformers model in place as albert_tf's fine-tuning does: AdamW with
+  weight decay 0.01 but on LayerNorms and biases, epsilon 1e-6, linear warmup and decay,
+  gradients clipped to norm 1, the rows of `train` (tensors by argument name, labels
+  included) in a seeded order."""
   torch.manual_seed(seed)
-  model = transformers.AlbertForTokenClassification.from_pretrained(init_dir)
   plain = [p for n, p in model.named_parameters() if "LayerNorm" in n or n.endswith("bias")]
   decay = [p for n, p in model.named_parameters() if not ("LayerNorm" in n or n.endswith("bias"))]
   optimizer = torch.optim.AdamW([dict(params=decay, weight_decay=0.01),
-                                 dict(params=plain, weight_decay=0.0)], lr=NER_LR, eps=1e-6)
-  schedule = transformers.get_linear_schedule_with_warmup(optimizer, NER_WARMUP, NER_STEPS)
+                                 dict(params=plain, weight_decay=0.0)], lr=learning_rate,
+                                eps=1e-6)
+  schedule = transformers.get_linear_schedule_with_warmup(optimizer, warmup, steps)
+  count = len(train["labels"])
+  rng = np.random.default_rng(seed)
+  order = np.concatenate([rng.permutation(count) for _ in range(steps * batch // count + 1)])
+  model.train()
+  for step in range(steps):
+    rows = torch.tensor(order[step * batch:(step + 1) * batch])
+    model(**{k: v[rows] for k, v in train.items()}).loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+  return model.eval()
+
+
+def _transformers_ner_f1(init_dir, run, seed):
+  """AlbertForTokenClassification fine-tuned on `run`'s own training windows (ignored
+  positions -100) as run_ner.py trains; dev entity F1 of the predictions merged to one
+  tag per word."""
+  from albert_tf.data import ner  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import token_classification  # pylint: disable=g-import-not-at-top
 
   def tensors(windows):
     return {k: torch.tensor(np.array([getattr(w, a) for w in windows], np.int64)) for k, a in (
@@ -237,18 +255,8 @@ def _transformers_ner_f1(init_dir, run, seed):
 
   train = tensors(run.windows["train"])
   train["labels"][train["labels"] < 0] = -100
-  rng = np.random.default_rng(seed)
-  order = np.concatenate([rng.permutation(len(train["labels"]))
-                          for _ in range(NER_STEPS * NER_BATCH // len(train["labels"]) + 1)])
-  model.train()
-  for step in range(NER_STEPS):
-    rows = torch.tensor(order[step * NER_BATCH:(step + 1) * NER_BATCH])
-    model(**{k: v[rows] for k, v in train.items()}).loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    schedule.step()
-    optimizer.zero_grad()
-  model.eval()
+  model = _torch_fine_tune(transformers.AlbertForTokenClassification.from_pretrained(init_dir),
+                           train, seed, NER_STEPS, NER_BATCH, NER_LR, NER_WARMUP)
   dev = {k: v for k, v in tensors(run.windows["dev"]).items() if k != "labels"}
   with torch.no_grad():
     predicted = model(**dev).logits.argmax(-1).numpy()
@@ -357,3 +365,97 @@ def test_the_fidelity_figures(tmp_path):
     got["sop_logits"] = loaded.sop(encoder_inputs(x))["sop_logits"]
     _compare({k: got[k].numpy() for k in KEYS}, {k: want[k].numpy() for k in KEYS},
              f"TF-Hub SavedModel via hub.KerasLayer, {name}")
+
+
+TOPIC_STEPS, TOPIC_BATCH, TOPIC_SEQ, TOPIC_LR, TOPIC_WARMUP = 800, 32, 32, 5e-3, 80
+
+
+def _topic_encodings(tokenizer, rows):
+  """transformers' own tokenizer on the rows' texts, as a transformers user feeds them (one
+  segment: no token_type_ids, which are all 0)."""
+  return {k: torch.tensor(v) for k, v in tokenizer(
+      [r["text"] for r in rows], padding="max_length", truncation=True,
+      max_length=TOPIC_SEQ).items()}
+
+
+@pytest.mark.slow
+def test_multi_label_fine_tuning_learns_as_transformers_does_and_its_export_reads_there(
+    tmp_path, spm_model):
+  """run_classifier.py on a multi-label JSON Lines file against transformers'
+  AlbertForSequenceClassification(problem_type="multi_label_classification"), each
+  fine-tuned from the same start (a Hugging Face directory) with the same steps, batch and
+  schedule, at three seeds: the mean dev micro-F1 agree within what the seeds spread.
+  Then the first run, converted by convert_checkpoint.py --output_format=hf: transformers'
+  logits within 1e-5 of the run's, and its pipeline("text-classification", top_k=None)
+  gives the label sets of test_predictions.jsonl on the whole test file."""
+  import json  # pylint: disable=g-import-not-at-top
+  from albert_tf import runs  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import classification  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.huggingface import save_hf_tokenizer  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import metrics  # pylint: disable=g-import-not-at-top
+  from test_glue import CFG  # pylint: disable=g-import-not-at-top
+  from test_own_data import TOPICS, jsonl, topic_rows  # pylint: disable=g-import-not-at-top
+  labels = sorted(TOPICS)
+  rng = np.random.default_rng(0)
+  rows = {split: topic_rows(n, rng) for split, n in (("train", 800), ("dev", 200), ("test", 60))}
+  files = {split: jsonl(tmp_path / f"{split}.jsonl", r) for split, r in rows.items()}
+  truth = np.array([[t in r["label"] for t in labels] for r in rows["dev"]])
+  results = {"albert_tf": [], "transformers": []}
+  for seed in (0, 1, 2):
+    keras.utils.set_random_seed(seed)
+    init = str(tmp_path / f"init{seed}")
+    model = albert_tf.AlbertClassifier(albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_dict(CFG)),
+                                       len(labels))
+    _albert_tf_outputs(model, random_inputs(CFG, batch=1, seq=8))
+    albert_tf.save_hf_model(model, init, labels=labels, problem_type="multi_label_classification")
+    save_hf_tokenizer(FullTokenizer(spm_model_file=spm_model), init)
+    out = tmp_path / f"run{seed}"
+    result = classification.run(classification.ClassifierOptions(
+        train_file=files["train"], dev_file=files["dev"], test_file=files["test"],
+        id_column="id", output_dir=str(out), albert_directory=init, max_seq_length=TOPIC_SEQ,
+        train_batch_size=TOPIC_BATCH, learning_rate=TOPIC_LR, train_step=TOPIC_STEPS,
+        warmup_step=TOPIC_WARMUP, save_checkpoints_steps=TOPIC_STEPS, do_train=True,
+        do_eval=True, do_predict=seed == 0, progress=False, seed=seed))
+    results["albert_tf"].append(result["eval"]["micro_f1"])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(init)
+    train = _topic_encodings(tokenizer, rows["train"])
+    train["labels"] = torch.tensor([[float(t in r["label"]) for t in labels]
+                                    for r in rows["train"]])
+    hf_model = transformers.AlbertForSequenceClassification.from_pretrained(init)
+    assert hf_model.config.problem_type == "multi_label_classification"
+    _torch_fine_tune(hf_model, train, seed, TOPIC_STEPS, TOPIC_BATCH, TOPIC_LR, TOPIC_WARMUP)
+    with torch.no_grad():
+      chosen = torch.sigmoid(hf_model(**_topic_encodings(tokenizer, rows["dev"])).logits) > 0.5
+    results["transformers"].append(
+        metrics.multi_label_metrics(truth, chosen.numpy())["micro_f1"])
+  for side, values in results.items():
+    print(f"  multi-label dev micro-F1, {side:12s} {np.mean(values):.4f} (seeds 0-2: "
+          + ", ".join(f"{v:.4f}" for v in values) + f"; {TOPIC_STEPS} steps)")
+  assert min(min(v) for v in results.values()) > 0.7
+  spread = max(np.ptp(v) for v in results.values())
+  assert abs(np.mean(results["albert_tf"]) - np.mean(results["transformers"])) <= max(0.05, spread)
+
+  done = run_script("convert_checkpoint.py", f"--model={tmp_path / 'run0'}",
+                    "--output_format=hf", f"--output_dir={tmp_path / 'hf'}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  exported = transformers.AlbertForSequenceClassification.from_pretrained(
+      str(tmp_path / "hf")).eval()
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+  test = _topic_encodings(tokenizer, rows["test"])
+  with torch.no_grad():
+    theirs = exported(**test).logits.numpy()
+  run = runs.Run.read(str(tmp_path / "run0"))
+  ours = run.model()({"input_word_ids": test["input_ids"].numpy().astype(np.int32),
+                      "input_mask": test["attention_mask"].numpy().astype(np.int32),
+                      "input_type_ids": np.zeros_like(test["input_ids"].numpy(), np.int32)},
+                     training=False).numpy()
+  _compare(dict(logits=ours), dict(logits=theirs), "multi-label run -> AlbertForSequenceClassification")
+  classify = transformers.pipeline("text-classification", model=str(tmp_path / "hf"), top_k=None)
+  found = [sorted(s["label"] for s in scores if s["score"] > 0.5)
+           for scores in classify([r["text"] for r in rows["test"]])]
+  predicted = [json.loads(line)["labels"]
+               for line in open(tmp_path / "run0" / "test_predictions.jsonl", encoding="utf-8")]
+  assert found == predicted
+  print(f"  pipeline(top_k=None): the label sets of test_predictions.jsonl on all {len(found)} "
+        "test rows")

@@ -25,6 +25,7 @@ from typing import Dict, Optional
 
 from albert_tf import sources
 from albert_tf.cli import Checked, option
+from albert_tf.data import own
 from albert_tf.files import atomic_directory
 from albert_tf.formats import huggingface, keras_hub
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
@@ -87,7 +88,10 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
     written = keras_hub.write_preset(
         source.model, tmp, spm, num_classes=source.model.num_classes if classifier else None,
         dropout=source.classifier_dropout_prob,
-        sequence_length=source.max_seq_length or source.config.max_position_embeddings)
+        sequence_length=source.max_seq_length or source.config.max_position_embeddings,
+        activation="sigmoid" if source.problem_type == own.MULTI else None,
+        labels=source.labels if classifier else None,
+        problem_type=source.problem_type if classifier else None)
     files = sorted(os.listdir(tmp))
   headless = classifier or isinstance(source.model, AlbertEncoder)
   return dict(architecture=written, files=files,

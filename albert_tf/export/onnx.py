@@ -11,7 +11,9 @@ onnxruntime's dynamic int8 quantization of that file (int8 weights for MatMul an
 
 Beside the file go the vocabulary (`spiece.model` or `vocab.txt`) and `<file>.json`
 (inputs, outputs, do_lower_case, special ids, labels), so a client outside Python can
-tokenize. Everything is written to temporaries and moved into place last.
+tokenize; a classifier's labels and problem type are also in the file's own metadata
+(`custom_metadata_map` in ONNX Runtime). Everything is written to temporaries and moved
+into place last.
 """
 
 import json
@@ -90,6 +92,19 @@ def check_targets(output_file: str, overwrite: bool, tokenizer=None) -> None:
                                 "file to another directory; nothing was written")
 
 
+def _write_metadata(path: str, values: Dict[str, object]) -> None:
+  """Adds `values` (JSON-encoded) to the ONNX file's metadata_props, where ONNX Runtime's
+  `session.get_modelmeta().custom_metadata_map` shows them: a classifier's labels and its
+  problem, beside the sidecar JSON."""
+  import onnx  # pylint: disable=g-import-not-at-top
+  model = onnx.load(path)
+  for key, value in values.items():
+    if value is not None:
+      entry = model.metadata_props.add()
+      entry.key, entry.value = key, json.dumps(value)
+  onnx.save(model, path)
+
+
 def write_onnx(model, output_file: str, tokenizer=None, quantization: str = "none",
                labels: Optional[Sequence[str]] = None, overwrite: bool = False,
                extra: Optional[Dict[str, object]] = None) -> Dict[str, object]:
@@ -115,6 +130,8 @@ def write_onnx(model, output_file: str, tokenizer=None, quantization: str = "non
         from onnxruntime.quantization import QuantType, quantize_dynamic  # pylint: disable=g-import-not-at-top
         written = os.path.join(tmp, "int8.onnx")
         quantize_dynamic(float_file, written, weight_type=QuantType.QInt8)
+      if labels or extra:
+        _write_metadata(written, dict(labels=list(labels) if labels else None, **(extra or {})))
       moves = [(written, output_file)]
       if tokenizer is not None:
         vocabulary = os.path.join(tmp, _vocabulary_name(tokenizer))

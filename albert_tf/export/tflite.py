@@ -86,19 +86,26 @@ class LiteClassifier(_LiteModule):
       signature takes raw text) or WordPiece (the signature takes packed ids).
     seq_length: packed length.
     text_fields: the task's text fields, one or two segments.
-    regression: return `score` [1] instead of `probabilities` [1, C].
+    output: "softmax" (`probabilities` [1, C] of one label), "sigmoid" (`probabilities`
+      [1, C], each label's own: multi-label) or "score" ([1]: regression).
   """
 
+  OUTPUTS = ("softmax", "sigmoid", "score")
+
   def __init__(self, model: AlbertClassifier, tokenizer: FullTokenizer, seq_length: int,
-               text_fields: Sequence[str], regression: bool):
-    self.model, self.regression = model, regression
+               text_fields: Sequence[str], output: str = "softmax"):
+    if output not in self.OUTPUTS:
+      raise ValueError(f"output={output!r}: one of {', '.join(self.OUTPUTS)}")
+    self.model, self.output = model, output
     random_generators(model)   # made now: one made in the first trace traces it twice
     super().__init__(tokenizer, seq_length, text_fields, "albert_lite_classifier")
 
   def _serve(self, inputs):
     logits = self.model(inputs, training=False)                                  # [1, C]
-    if self.regression:
+    if self.output == "score":
       return {"score": logits[:, 0]}                                            # [1]
+    if self.output == "sigmoid":
+      return {"probabilities": tf.sigmoid(logits)}                              # [1, C]
     return {"probabilities": tf.nn.softmax(logits, axis=-1)}                    # [1, C]
 
 

@@ -27,6 +27,8 @@ from albert_tf.modeling.config import AlbertConfig
 NAME = "keras_hub"
 CONFIG = "config.json"
 TASK = "task.json"
+METADATA = "metadata.json"   # KerasHub writes it and never reads it back; albert_tf adds a
+                             # classifier's problem_type and labels to it
 WEIGHTS = "model.weights.h5"
 SPM = os.path.join("assets", "tokenizer", "vocabulary.spm")
 BACKBONE = "AlbertBackbone"
@@ -143,16 +145,23 @@ def read_directory(path: str, flag: str = "--albert_directory") -> ModelDirector
   config = read_config(path)
   task = _task(path)
   heads, num_labels = [], None
+  labels = problem_type = None
   if task and task.get("class_name") == CLASSIFIER:
     heads, num_labels = ["classifier"], int(task["config"]["num_classes"])
+    metadata = os.path.join(path, METADATA)
+    if os.path.isfile(metadata):
+      written = _read_json(metadata)
+      labels, problem_type = written.get("labels"), written.get("problem_type")
+      if labels is not None and len(labels) != num_labels:
+        raise ValueError(f"{metadata}: {len(labels)} labels for a classifier of "
+                         f"{num_labels} classes ({TASK})")
   spm = os.path.join(path, SPM)
+  found = dict(heads=heads, num_labels=num_labels, labels=labels, problem_type=problem_type)
   if not os.path.exists(spm):
-    return ModelDirectory(path, NAME, config, path, None, None, None, heads=heads,
-                          num_labels=num_labels,
+    return ModelDirectory(path, NAME, config, path, None, None, None, **found,
                           vocabulary_error=f"{flag}={path} has no tokenizer ({SPM} not found)")
   # KerasHub's tokenizer runs SentencePiece alone; the releases' text is lower-cased first.
-  return ModelDirectory(path, NAME, config, path, spm, None, True, heads=heads,
-                        num_labels=num_labels)
+  return ModelDirectory(path, NAME, config, path, spm, None, True, **found)
 
 
 def _keras_hub():
@@ -210,10 +219,13 @@ def check_writable(config: AlbertConfig) -> None:
 
 def write_preset(model, directory: str, spm_model_file: Optional[str] = None,
                  num_classes: Optional[int] = None, dropout: float = 0.1,
-                 sequence_length: int = 512) -> str:
+                 sequence_length: int = 512, activation: Optional[str] = None,
+                 labels: Optional[list] = None, problem_type: Optional[str] = None) -> str:
   """Writes `model`'s backbone (and, with `num_classes`, its classifier head as an
   AlbertTextClassifier) as a KerasHub preset in `directory` (which must be empty), with
-  the SentencePiece tokenizer when `spm_model_file` is given. Returns the class written."""
+  the SentencePiece tokenizer when `spm_model_file` is given. A classifier's `activation`
+  ("sigmoid" for multi-label: KerasHub then returns each label's probability) goes to its
+  config, its `labels` and `problem_type` to metadata.json. Returns the class written."""
   encoder = getattr(model, "encoder", model)
   config = encoder.config
   check_writable(config)
@@ -232,7 +244,8 @@ def write_preset(model, directory: str, spm_model_file: Optional[str] = None,
     preprocessor = (keras_hub.models.AlbertTextClassifierPreprocessor(
         tokenizer, sequence_length=sequence_length) if tokenizer else None)
     target = keras_hub.models.AlbertTextClassifier(backbone, num_classes=num_classes,
-                                                   preprocessor=preprocessor, dropout=dropout)
+                                                   preprocessor=preprocessor, dropout=dropout,
+                                                   activation=activation)
   values = {n: v.numpy() for n, v in variable_map(model).items()}
   if config.embedding_size == config.hidden_size:
     values["bert/encoder/embedding_hidden_mapping_in/kernel"] = np.eye(config.hidden_size)
@@ -245,4 +258,10 @@ def write_preset(model, directory: str, spm_model_file: Optional[str] = None,
   target.save_to_preset(directory)
   if tokenizer is not None and not num_classes:
     tokenizer.save_to_preset(directory)
+  if num_classes and (labels or problem_type):
+    metadata = _read_json(os.path.join(directory, METADATA))
+    metadata.update({k: v for k, v in (("problem_type", problem_type),
+                                       ("labels", list(labels) if labels else None)) if v})
+    with open(os.path.join(directory, METADATA), "w", encoding="utf-8") as f:
+      json.dump(metadata, f, indent=4)
   return type(target).__name__

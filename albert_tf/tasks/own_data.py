@@ -8,7 +8,9 @@ or predicting run uses the same. The losses are those transformers computes for 
 problem: softmax cross-entropy, sigmoid cross-entropy averaged over examples x labels,
 squared error. Every checkpoint is evaluated on the dev file; --best_metric (accuracy,
 micro_f1 or pearson unless given) picks `model.ckpt-best`, whose dev metrics go to
-`eval_results.txt`; --do_predict writes `test_predictions.jsonl`, one object per test row.
+`eval_results.txt`, with one picture of them beside `learning_curve.png`
+(`best_checkpoint.png`: the confusion matrix, each label's F1, or predicted against true
+scores); --do_predict writes `test_predictions.jsonl`, one object per test row.
 """
 
 import json
@@ -26,10 +28,11 @@ from albert_tf.files import atomic_open, fingerprint, write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask
 from albert_tf.text.packing import pack_inputs
-from albert_tf.training import metrics as metrics_lib
+from albert_tf.training import logs, metrics as metrics_lib
 
 BEST_METRIC = {own.SINGLE: "accuracy", own.MULTI: "micro_f1", own.REGRESSION: "pearson"}
 PREDICTIONS = "test_predictions.jsonl"
+PICTURE = "best_checkpoint.png"
 _SPLIT_FLAGS = dict(train="--train_file", dev="--dev_file", test="--test_file")
 
 
@@ -210,9 +213,14 @@ class OwnDataRun(FinetuningTask):
     return results
 
   def write_eval_results(self, model) -> Dict[str, float]:
-    result = self.evaluate(model)
+    logits = self.split_logits(model, "dev")
+    targets = np.asarray(self.targets["dev"])
+    result = problem_metrics(self.problem, targets, logits, self.opts.multi_label_threshold)
     step = self.best_step()
     result = dict(global_step=step if step is not None else -1, **result)
+    best_checkpoint_picture(self.problem, targets, logits, self.opts.multi_label_threshold,
+                            os.path.join(self.opts.output_dir, PICTURE),
+                            f"dev, step {result['global_step']}")
     if "train" in self.targets:
       result.update({f"baseline_{k}": v for k, v in baseline_metrics(
           self.problem, np.asarray(self.targets["train"]), np.asarray(self.targets["dev"]),
@@ -262,6 +270,28 @@ def prediction(problem: own.Problem, row: own.Row, logits: np.ndarray, threshold
     out["label"] = problem.labels[int(p.argmax())]
     out["probabilities"] = {name: float(value) for name, value in zip(problem.labels, p)}
   return out
+
+
+def best_checkpoint_picture(problem: own.Problem, targets: np.ndarray, logits: np.ndarray,
+                            threshold: float, png_path: str, title: str):
+  """Draws the dev results of the best checkpoint as `png_path` and returns what it drew:
+  the confusion matrix [C, C] (rows true, columns predicted) of a single-label problem,
+  each label's F1 {label: F1} of a multi-label one, or (true, predicted) scores of a
+  regression."""
+  if problem.type == own.REGRESSION:
+    drawn = (targets, logits[:, 0])
+    logs.plot_predicted_against_true(*drawn, png_path, f"{title}: predicted against true")
+  elif problem.type == own.MULTI:
+    per_label = metrics_lib.multi_label_metrics(targets > 0.5,
+                                                sigmoid(logits) > threshold)["per_label"]
+    drawn = {name: values["f1"] for name, values in zip(problem.labels, per_label)}
+    logs.plot_bars(drawn, png_path, f"{title}: F1 of each label at {threshold:g}", "F1")
+  else:
+    size = len(problem.labels)
+    drawn = np.bincount(targets * size + logits.argmax(-1),
+                        minlength=size * size).reshape(size, size)                # [C, C]
+    logs.plot_confusion_matrix(drawn, problem.labels, png_path, f"{title}: confusion matrix")
+  return drawn
 
 
 def metric_names(problem: own.Problem) -> List[str]:

@@ -3,7 +3,9 @@
 import contextlib
 import csv
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
+
+import numpy as np
 
 from albert_tf.files import atomic_open, atomic_path, writing
 
@@ -59,9 +61,7 @@ def plot_learning_curve(csv_path: str, png_path: str,
   rows = read_csv(csv_path)
   if not rows:
     return None
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  plt = _pyplot()
   fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
   dev = read_csv(eval_csv_path) if eval_csv_path else []
   for prefix, table, style in (("train " if dev else "", rows, "-"), ("dev ", dev, "o-")):
@@ -79,8 +79,73 @@ def plot_learning_curve(csv_path: str, png_path: str,
     if ax.lines:
       ax.legend()
     ax.grid(alpha=0.3)
+  return _save(fig, png_path)
+
+
+def _pyplot():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  return plt
+
+
+def _save(fig, png_path: str) -> str:
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   fig.tight_layout()
   with atomic_path(png_path) as temporary:
     fig.savefig(temporary, dpi=100, format="png")
   plt.close(fig)
   return png_path
+
+
+def plot_confusion_matrix(matrix, labels: Sequence[str], png_path: str, title: str) -> str:
+  """`matrix` [C, C] (rows: the true label, columns: the predicted one) as a PNG, each cell
+  with its count."""
+  plt = _pyplot()
+  size = min(12, 3 + 0.6 * len(labels))
+  fig, ax = plt.subplots(figsize=(size + 1, size))
+  image = ax.imshow(matrix, cmap="Blues")
+  ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+  ax.set_yticks(range(len(labels)), labels)
+  ax.set_xlabel("predicted")
+  ax.set_ylabel("true")
+  if len(labels) <= 30:
+    top = max(1, matrix.max())
+    for (i, j), count in np.ndenumerate(matrix):
+      ax.text(j, i, str(count), ha="center", va="center",
+              color="white" if count > top / 2 else "black", fontsize=8)
+  fig.colorbar(image, ax=ax)
+  ax.set_title(title)
+  return _save(fig, png_path)
+
+
+def plot_bars(values: Dict[str, float], png_path: str, title: str, xlabel: str) -> str:
+  """One horizontal bar per name (e.g. each label's F1), in the order given."""
+  plt = _pyplot()
+  fig, ax = plt.subplots(figsize=(7, 1.5 + 0.3 * len(values)))
+  names = list(values)
+  ax.barh(range(len(names)), [values[n] for n in names], color="tab:blue")
+  for i, name in enumerate(names):
+    ax.text(min(values[name] + 0.01, 0.93), i, f"{values[name]:.3f}", va="center", fontsize=8)
+  ax.set_yticks(range(len(names)), names)
+  ax.invert_yaxis()
+  ax.set_xlim(0, 1)
+  ax.set_xlabel(xlabel)
+  ax.grid(axis="x", alpha=0.3)
+  ax.set_title(title)
+  return _save(fig, png_path)
+
+
+def plot_predicted_against_true(true, predicted, png_path: str, title: str) -> str:
+  """A point per example, with the diagonal a perfect model would sit on."""
+  plt = _pyplot()
+  fig, ax = plt.subplots(figsize=(5, 5))
+  ax.scatter(true, predicted, s=8, alpha=0.6)
+  low, high = float(min(np.min(true), np.min(predicted))), float(max(np.max(true),
+                                                                      np.max(predicted)))
+  ax.plot([low, high], [low, high], "k--", linewidth=1)
+  ax.set_xlabel("true")
+  ax.set_ylabel("predicted")
+  ax.grid(alpha=0.3)
+  ax.set_title(title)
+  return _save(fig, png_path)
