@@ -4,8 +4,9 @@ The folders say what a module may import: `modeling/`, `text/` and `training/`
 stand alone (but for the `files` and `cli` helpers), `data/` builds on `text/`,
 `formats/` (every model layout, one module each) on `modeling/` and `text/`, `export/`
 (every export target, one module each) on `formats/`, `runs.py` (the one owner of a
-trained run's directory) on those, `tasks/` (the training tasks) on `runs.py`, and
-`commands/` (convert and the exporters' commands) beside the tasks.
+trained run's directory) on those, `predictor.py` (a run's answers for new text) on
+`runs.py`, `tasks/` (the training tasks) on `runs.py`, and `commands/` (convert, the
+exporters and predict) beside the tasks.
 """
 
 from albert_tf.modeling.config import AlbertConfig, PRESETS
@@ -20,3 +21,11 @@ from albert_tf.formats.huggingface import build_hf_model, load_hf_weights, save_
 from albert_tf import packing
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+  """`albert_tf.Predictor`, imported on first use (it reads runs: TensorFlow Hub, exports)."""
+  if name == "Predictor":
+    from albert_tf.predictor import Predictor  # pylint: disable=g-import-not-at-top
+    return Predictor
+  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")

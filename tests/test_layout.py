@@ -31,9 +31,11 @@ ALLOWED = {
     # The one resolver of "the model to read": a model directory or name (formats), or a
     # run (runs), with its vocabulary checked once.
     "sources.py": {"runs", "modeling", "text", "data", "formats", "files", "cli"},
+    # A run's answers for new text: through the run's owner, never a reader of its own.
+    "predictor.py": {"runs", "export", "modeling", "text", "data", "files", "progress"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
-    "commands": {"sources", "runs", "export", "formats", "modeling", "text", "data", "training", "files",
+    "commands": {"sources", "runs", "predictor", "export", "formats", "modeling", "text", "data", "training", "files",
                  "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),

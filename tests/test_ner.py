@@ -116,6 +116,22 @@ def test_run_ner_learns_names_by_context_and_writes_conll_predictions(files, tmp
   merged = ner.merge_predictions(long, windows, np.argmax(logits, -1), run.labels)
   check_served_entities(serve, [s.words for s in long], merged, " ", "IOB2")
 
+  # albert_tf.Predictor (predict.py) on the run: the exported tagger's entities, sentences
+  # sorted by length into batches and answered in input order.
+  from albert_tf import Predictor  # pylint: disable=import-outside-toplevel
+  texts = [" ".join(s.words) for s in long[:3] + test[:9]] + [
+      "Yesterday,  Jordan Smith met the team at the office.", ""]
+  answers = Predictor.load(str(out), batch_size=4).predict(texts)
+  served = {k: v.numpy() for k, v in serve(sentences=tf.constant(texts)).items()}
+  for i, (text, answer) in enumerate(zip(texts, answers)):
+    e = served["num_entities"][i]
+    assert answer["entities"] == [
+        dict(type=kind.decode(), text=found.decode(), start=int(a), end=int(b))
+        for kind, found, a, b in zip(served["entity_types"][i][:e], served["entity_texts"][i][:e],
+                                     served["entity_starts"][i][:e], served["entity_ends"][i][:e])]
+    assert all(text[x["start"]:x["end"]] == x["text"] for x in answer["entities"])
+  assert sum(len(a["entities"]) for a in answers) >= 10
+
 
 def check_served_entities(serve, sentences, predicted, joiner, scheme):
   """The export's (`serve`: its serving_default) tags for each sentence's words joined by

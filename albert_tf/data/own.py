@@ -20,6 +20,8 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence, Union
 
+import numpy as np
+
 SINGLE = "single_label_classification"
 MULTI = "multi_label_classification"
 REGRESSION = "regression"
@@ -260,6 +262,23 @@ def targets(rows: Sequence[Row], problem: Problem, path: str = "") -> List:
                          "single-label")
       out.append(ids[names[0]])
   return out
+
+
+def answer(problem: Problem, logits, threshold: float = 0.5) -> Dict[str, object]:
+  """A classifier's answer for one example from its logits [C]: single-label `label` and
+  `probabilities` (label -> softmax), multi-label `labels` (those over `threshold`) and
+  `probabilities` (label -> sigmoid), regression `score`."""
+  logits = np.asarray(logits, np.float64)
+  if problem.type == REGRESSION:
+    return dict(score=float(logits[0]))
+  if problem.type == MULTI:
+    p = 1 / (1 + np.exp(-logits))
+    return dict(labels=[name for name, value in zip(problem.labels, p) if value > threshold],
+                probabilities={name: float(value) for name, value in zip(problem.labels, p)})
+  p = np.exp(logits - logits.max())
+  p /= p.sum()
+  return dict(label=problem.labels[int(p.argmax())],
+              probabilities={name: float(value) for name, value in zip(problem.labels, p)})
 
 
 def record(problem: Problem, columns: Columns) -> Dict[str, object]:

@@ -178,6 +178,19 @@ class _ServingTagger(tf.Module):
         num_words=tf.cast(words.row_lengths(), tf.int32))
 
 
+def tagger_module(model, tokenizer: FullTokenizer, seq_length: int, stride: int,
+                  labels: Sequence[str], scheme: str, per_character: bool) -> tf.Module:
+  """The module whose `__call__` attribute, a tf.function of sentences (string [B]), gives
+  what the exported tagger's signature gives (the module docstring): the SavedModel's root,
+  and `albert_tf.Predictor`'s tagger."""
+  root = _ServingTagger(model, AlbertTokenizer(tokenizer.spm_model_file, tokenizer.do_lower_case,
+                                               tokenizer.vocab_file),
+                        seq_length, stride, labels, scheme, per_character, tokenizer.unk_id)
+  root.__call__ = tf.function(root.tag, autograph=False,
+                              input_signature=[tf.TensorSpec([None], tf.string, "sentences")])
+  return root
+
+
 def export_tagger(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
                   stride: int, labels: Sequence[str], scheme: str, per_character: bool,
                   overwrite: bool = False, record: dict = None) -> str:
@@ -186,11 +199,7 @@ def export_tagger(model, export_path: str, tokenizer: FullTokenizer, seq_length:
   Loading it needs `import tensorflow_text`."""
   export_path = os.path.abspath(export_path)
   with atomic_export(export_path, overwrite) as (saved, staging):
-    root = _ServingTagger(model, AlbertTokenizer(tokenizer.spm_model_file, tokenizer.do_lower_case,
-                                                 tokenizer.vocab_file),
-                          seq_length, stride, labels, scheme, per_character, tokenizer.unk_id)
-    root.__call__ = tf.function(root.tag, autograph=False,
-                                input_signature=[tf.TensorSpec([None], tf.string, "sentences")])
+    root = tagger_module(model, tokenizer, seq_length, stride, labels, scheme, per_character)
     save_serving(root, saved, staging, tokenizer,
                  dict(kind="tagger", labels=list(labels), tag_scheme=scheme,
                       per_character=per_character, **(record or {})))

@@ -57,11 +57,6 @@ def sigmoid(x):
   return 1.0 / (1.0 + np.exp(-x))
 
 
-def softmax(x):
-  e = np.exp(x - x.max(-1, keepdims=True))
-  return e / e.sum(-1, keepdims=True)
-
-
 class OwnDataRun(FinetuningTask):
   """One run_classifier.py invocation on your own files."""
 
@@ -255,20 +250,11 @@ class OwnDataRun(FinetuningTask):
 # ----------------------------------------------------------------------------- outputs
 
 def prediction(problem: own.Problem, row: own.Row, logits: np.ndarray, threshold: float) -> dict:
-  """One test row's object: `index`, `id` if given, then the problem's outputs."""
+  """One test row's object: `index`, `id` if given, then the problem's answer."""
   out = dict(index=row.index)
   if row.id is not None:
     out["id"] = row.id
-  if problem.type == own.REGRESSION:
-    out["score"] = float(logits[0])
-  elif problem.type == own.MULTI:
-    p = sigmoid(logits)
-    out["labels"] = [name for name, value in zip(problem.labels, p) if value > threshold]
-    out["probabilities"] = {name: float(value) for name, value in zip(problem.labels, p)}
-  else:
-    p = softmax(logits)
-    out["label"] = problem.labels[int(p.argmax())]
-    out["probabilities"] = {name: float(value) for name, value in zip(problem.labels, p)}
+  out.update(own.answer(problem, logits, threshold))
   return out
 
 

@@ -1,0 +1,118 @@
+"""predict.py and albert_tf.Predictor: a run's answers for new text, in input order,
+read through the run's owner (albert_tf.runs), each batch padded to its own longest."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, Predictor, runs
+from albert_tf.data import own
+from common import assert_close, run_script, write_classifier_run
+
+CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+           num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+SEQ = 48
+TEXTS = ["the list", "a file in a directory, not a thread",
+         "the class and its method call the function of a process with a signal " * 3,
+         "dict", "", "path of the file", "the thread and the process"]
+
+
+def _classifier(tmp_path, name, num_classes, seed, **record):
+  keras.utils.set_random_seed(seed)
+  model = AlbertClassifier(AlbertEncoder(AlbertConfig.from_dict(CFG)), num_classes)
+  model({k: tf.zeros([1, 4], tf.int32) for k in ("input_word_ids", "input_mask",
+                                                  "input_type_ids")})
+  rng = np.random.default_rng(seed)   # a head that separates the classes
+  model.classifier.output_weights.assign(rng.normal(0, 2, model.classifier.output_weights.shape))
+  return write_classifier_run(tmp_path / name, model, CFG, SEQ, **record)
+
+
+@pytest.fixture(scope="module")
+def topics_run(tmp_path_factory, spm_model):
+  """A multi-label run on files of one's own (untrained weights: the answers, not the
+  learning, are under test)."""
+  root = tmp_path_factory.mktemp("predict")
+  _classifier(root, "topics", 4, 0, task="classification", spm_model_file=spm_model,
+              problem_type=own.MULTI, labels=["code", "data", "files", "system"],
+              text_columns=["text"])
+  return root / "topics"
+
+
+def _packed_logits(run_dir, texts):
+  """The run's model on every example packed to the run's full length, one at a time."""
+  from albert_tf.text.packing import pack_inputs  # pylint: disable=import-outside-toplevel
+  run = runs.Run.read(str(run_dir))
+  model, tokenizer = run.model(), run.tokenizer()
+  out = []
+  for pair in texts:
+    ids = [tokenizer.encode(t) for t in ([pair] if isinstance(pair, str) else pair)]
+    packed = pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, SEQ, tokenizer.cls_id,
+                         tokenizer.sep_id, tokenizer.pad_id)
+    out.append(model({k: tf.constant([v], tf.int32) for k, v in packed.items()},
+                     training=False).numpy()[0])
+  return np.array(out)
+
+
+def test_the_predictor_answers_in_input_order_as_the_full_length_model(topics_run):
+  predictor = Predictor.load(str(topics_run), batch_size=2)
+  answers = predictor.predict(TEXTS)
+  logits = _packed_logits(topics_run, TEXTS)
+  want = 1 / (1 + np.exp(-logits))
+  labels = ["code", "data", "files", "system"]
+  got = np.array([[a["probabilities"][name] for name in labels] for a in answers])
+  assert_close(got, want, 1e-5)        # each batch padded to its own longest: same answers
+  assert [a["labels"] for a in answers] == [
+      [name for name, p in zip(labels, row) if p > 0.5] for row in got]
+  # Dicts by the run's text column, and one batch of everything: the same answers.
+  again = Predictor.load(str(topics_run), batch_size=100).predict([{"text": t} for t in TEXTS])
+  assert [a["labels"] for a in again] == [a["labels"] for a in answers]
+  with pytest.raises(ValueError, match=r"example 1: no field 'text'; this run reads 'text'"):
+    predictor.predict(["fine", {"sentence": "no"}])
+
+
+def test_predict_py_writes_one_answer_per_line_with_index_and_id(topics_run, tmp_path):
+  rows = [dict(id=f"n{i}", text=t) for i, t in enumerate(TEXTS)]
+  source = tmp_path / "new.jsonl"
+  source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+  out = tmp_path / "answers" / "topics.jsonl"
+  done = run_script("predict.py", f"--model={topics_run}", f"--input_file={source}",
+                    f"--output_file={out}", "--id_column=id", "--batch_size=3", "--noprogress")
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert f"Wrote {len(TEXTS)} answers to {out}" in done.stdout
+  answers = [json.loads(line) for line in out.read_text().splitlines()]
+  assert [(a["index"], a["id"]) for a in answers] == [(i, f"n{i}") for i in range(len(TEXTS))]
+  direct = Predictor.load(str(topics_run)).predict(TEXTS)
+  assert [a["labels"] for a in answers] == [d["labels"] for d in direct]
+  # .txt: one text per line; an existing output file is never overwritten.
+  text = tmp_path / "new.txt"
+  text.write_text("\n".join(t.replace("\n", " ") for t in TEXTS) + "\n")
+  done = run_script("predict.py", f"--model={topics_run}", f"--input_file={text}",
+                    f"--output_file={out}", "--noprogress")
+  assert done.returncode != 0 and "--output_file=" in done.stderr and "exists" in done.stderr
+  assert [json.loads(line) for line in out.read_text().splitlines()] == answers
+
+
+def test_a_glue_pair_run_reads_sentence_pairs(tmp_path, spm_model):
+  run_dir = _classifier(tmp_path, "mrpc", 2, 1, task="MRPC", spm_model_file=spm_model)
+  pairs = [("the list", "a list"), ("a file in a directory", "the thread"), ("dict", "")]
+  source = tmp_path / "pairs.tsv"
+  source.write_text("sentence1\tsentence2\n" + "".join(f"{a}\t{b}\n" for a, b in pairs))
+  out = tmp_path / "mrpc.jsonl"
+  done = run_script("predict.py", f"--model={run_dir}", f"--input_file={source}",
+                    f"--output_file={out}", "--noprogress")
+  assert done.returncode == 0, done.stderr[-3000:]
+  answers = [json.loads(line) for line in out.read_text().splitlines()]
+  logits = _packed_logits(run_dir, pairs)
+  probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+  assert_close([[a["probabilities"][k] for k in ("0", "1")] for a in answers], probabilities,
+               1e-5)
+  assert [a["label"] for a in answers] == [str(i) for i in probabilities.argmax(-1)]
+  text = tmp_path / "one.txt"
+  text.write_text("one text\n")
+  done = run_script("predict.py", f"--model={run_dir}", f"--input_file={text}",
+                    f"--output_file={tmp_path / 'never.jsonl'}", "--noprogress")
+  assert done.returncode != 0 and "reads pairs (sentence1, sentence2)" in done.stderr
+  assert not (tmp_path / "never.jsonl").exists()
