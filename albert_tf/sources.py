@@ -145,8 +145,12 @@ def read(value: str, flag: str = FLAG, spm_model_file: Optional[str] = None,
   if not explicit and (not vocabulary or not os.path.exists(vocabulary)):
     print(f"{path} holds no vocabulary{': ' + found.vocabulary_error if found.vocabulary_error else ''}")
     return source   # the weights alone
-  source.tokenizer = _tokenizer(spm_model_file, vocab_file, do_lower_case, path)
-  source.tokenizer.check_fits(source.config.vocab_size, f"{flag}={value}")
+  source.tokenizer = Description(
+      source.config, f"{flag}={value}", spm_model_file=spm_model_file, vocab_file=vocab_file,
+      do_lower_case=True if do_lower_case is None else do_lower_case,
+      vocabulary_from=(f"--spm_model_file={spm_model_file}" if explicit and spm_model_file
+                       else f"--vocab_file={vocab_file}" if explicit
+                       else f"{vocabulary} (the vocabulary of {path})")).tokenizer()
   return source
 
 
@@ -234,11 +238,3 @@ def describe(directory: Optional[str] = None, flag: str = "--albert_directory", 
     described.vocabulary_from = (f"--spm_model_file={spm_model_file}" if spm_model_file
                                  else f"--vocab_file={vocab_file}")
   return described
-
-
-def _tokenizer(spm_model_file, vocab_file, do_lower_case, where: str) -> FullTokenizer:
-  path = spm_model_file or vocab_file
-  if not os.path.exists(path):
-    raise FileNotFoundError(f"the vocabulary of {where}, {path}, is missing")
-  return FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
-                       do_lower_case=True if do_lower_case is None else do_lower_case)
