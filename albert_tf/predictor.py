@@ -1,144 +1,459 @@
 """Predictions on new text from a trained run: `Predictor.load(output_dir).predict(texts)`.
 
-The run is read through its owner, `albert_tf.runs.Run`: the task's model with the best
-checkpoint's weights, the run's tokenizer, labels and problem. Texts are sorted by length
-into batches, each padded to its own longest, and the answers put back in input order,
-so short texts do not pay for long ones.
+A run is read through its owner, `albert_tf.runs.Run` (the task's model with the best
+checkpoint's weights, its tokenizer, labels and problem); a serving export (run_classifier.py
+or run_ner.py --export_dir) is loaded with `tf.saved_model.load`, as a server would.
+Examples are sorted by length into batches, each padded to its own longest, and the answers
+put back in input order, so short texts do not pay for long ones.
 
-A classifier's answers are those of `test_predictions.jsonl` (`albert_tf.data.own.answer`):
-single-label `label` and `probabilities` (label -> p), multi-label `labels` (those over
-the threshold) and `probabilities` (sigmoids), regression `score`; GLUE runs answer as
-single-label (or regression, STS-B) over the task's labels. A run_ner.py run answers each
-sentence with its `entities`, `{"type", "text", "start", "end"}` in characters
-(`sentence[start:end]` is the entity), found as its exported tagger finds them
-(`albert_tf.export.tagger`).
+What each kind of run answers, per example:
+
+- run_classifier.py (GLUE, your own files): the fields of `test_predictions.jsonl`
+  (`albert_tf.data.own.answer`): `label` and `probabilities` (label -> p), multi-label
+  `labels` (over the threshold) and `probabilities` (sigmoids), regression `score`;
+- run_ner.py: `entities`, `{"type", "text", "start", "end"}` in characters
+  (`text[start:end]` is the entity), as its exported tagger finds them;
+- run_squad.py, from `question` and `context`: `answer`, its `start` and `end` characters
+  in the context (None without one), `score` (its n-best probability) and, for v2.0,
+  `has_answer` and `null_score` (answered when null_score <= the threshold);
+- run_race.py, from `article`, `question` and `options` (a list): `choice` (its index) and
+  `probabilities` (one per option).
+
+`runtime="onnxruntime"` runs the run's own ONNX export (float32, or `quantization=
+"dynamic_int8"`), written into `<run>/onnx/` on first use and rewritten when the run's
+best weights change; `dtype="bfloat16"` computes in bfloat16 under TensorFlow.
 """
 
 import dataclasses
-from typing import Dict, List, Sequence, Union
+import importlib
+import json
+import os
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf import runs
-from albert_tf.data import own
+from albert_tf.data import own, squad
+from albert_tf.data.race import qa_text, pack_choice
+from albert_tf.export.loading import export_record
+from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
+from albert_tf.files import fingerprint
 from albert_tf.progress import progress_bar
 from albert_tf.text.packing import pack_inputs
+from albert_tf.text.tokenization import FullTokenizer
 
-Example = Union[str, Sequence[str], Dict[str, str]]
+Example = Union[str, Sequence, Dict[str, object]]
+KINDS = ("classification", "token_classification", "question_answering", "multiple_choice")
+RUNTIMES = ("tensorflow", "onnxruntime")
+DTYPES = ("float32", "bfloat16")
+QUANTIZATIONS = ("none", "dynamic_int8")
+FIELDS = {"token_classification": ["text"], "question_answering": ["question", "context"],
+          "multiple_choice": ["article", "question", "options"]}
 
 
-@dataclasses.dataclass(eq=False)   # hashed by identity: its tf.function is per predictor
-class Predictor:
-  """A run's model, tokenizer and problem, ready to answer (see the module docstring)."""
-  run: runs.Run
-  model: object
-  tokenizer: object
-  problem: own.Problem
+@dataclasses.dataclass
+class Settings:
+  """How answers are made (the defaults are the training scripts')."""
   batch_size: int = 32
-  multi_label_threshold: float = 0.5
+  multi_label_threshold: float = 0.5     # multi-label: a label is chosen over it
+  n_best_size: int = 20                  # SQuAD: as run_squad.py
+  max_answer_length: int = 30
+  null_score_diff_threshold: float = 0.0
+
+
+@dataclasses.dataclass(eq=False)
+class Predictor:
+  """A run's (or a serving export's) model, ready to answer; see the module docstring.
+
+  kind: one of KINDS. fields: what an example holds, in order. forward: packed inputs
+  (NumPy, named as the ONNX export's) -> named outputs (NumPy float32), for a run's model;
+  strings: sentences (string tensors) -> outputs, for a serving export or a tagger.
+  record: the run's record or the export's. where: the path, for messages.
+  """
+  kind: str
+  fields: List[str]
+  tokenizer: Optional[FullTokenizer]
+  record: dict
+  settings: Settings
+  where: str
+  forward: Optional[Callable] = None
+  strings: Optional[Callable] = None
+  problem: Optional[own.Problem] = None
+  seq_length: int = 512
+
+  # ------------------------------------------------------------------------- loading
 
   @classmethod
-  def load(cls, path: str, batch_size: int = 32, multi_label_threshold: float = 0.5,
-           flag: str = "--model") -> "Predictor":
-    """The predictor of the run in `path` (a run_classifier.py --output_dir); errors name
-    `flag`."""
+  def load(cls, path: str, batch_size: int = 32, multi_label_threshold: float = 0.5, *,
+           runtime: str = "tensorflow", dtype: str = "float32", quantization: str = "none",
+           flag: str = "--model", load_model: bool = True, **settings) -> "Predictor":
+    """The predictor of a run directory (a fine-tuning script's --output_dir) or of a
+    serving export in `path`; errors name `flag`. `settings`: the other `Settings`.
+    `load_model=False`: what its examples are and how long, without the model (it then
+    cannot answer)."""
+    settings = Settings(batch_size, multi_label_threshold, **settings)
     if batch_size < 1:
       raise ValueError(f"--batch_size={batch_size}: at least 1")
-    run = runs.Run.read(path, flag, kinds=["classification", "token_classification"])
-    if run.kind.name == "token_classification":
-      model, tokenizer = run.model(), run.tokenizer()
+    for name, value, allowed in (("runtime", runtime, RUNTIMES), ("dtype", dtype, DTYPES),
+                                 ("quantization", quantization, QUANTIZATIONS)):
+      if value not in allowed:
+        raise ValueError(f"--{name}={value}: one of {', '.join(allowed)}")
+    if runtime == "onnxruntime" and dtype != "float32":
+      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime=onnxruntime runs float32, "
+                       "or int8 with --quantization=dynamic_int8")
+    if runtime == "tensorflow" and quantization != "none":
+      raise ValueError(f"--quantization={quantization} is onnxruntime's; add "
+                       "--runtime=onnxruntime")
+    if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
+      raise FileNotFoundError(f"{flag}={path} is not a directory")
+    if runs.Run.exists(path):
+      return cls._of_run(runs.Run.read(path, flag, kinds=list(KINDS)), settings, runtime,
+                         dtype, quantization, load_model)
+    record = export_record(path)
+    if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")) and record and record.get(
+        "kind") in ("classifier", "tagger"):
+      if runtime != "tensorflow" or dtype != "float32":
+        raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
+                         "(TensorFlow, float32); give its run directory for --runtime or --dtype")
+      return cls._of_export(path, record, settings, load_model)
+    raise ValueError(f"{flag}={path} is neither a run directory (no {runs.RECORD}) nor an "
+                     "albert_tf serving export (saved_model.pb with albert_tf_export.json)")
+
+  @classmethod
+  def _of_run(cls, run: runs.Run, settings: Settings, runtime: str, dtype: str,
+              quantization: str, load_model: bool = True) -> "Predictor":
+    kind, tokenizer = run.kind.name, run.tokenizer()
+    forward = model = None
+    if load_model and runtime == "onnxruntime":
+      if kind == "token_classification":
+        raise ValueError(f"{run.flag}={run.path} is a run_ner.py run, which answers through "
+                         "its tagger's TensorFlow graph; --runtime=onnxruntime serves "
+                         "classifiers, SQuAD and RACE runs")
+      forward = onnx_forward(run, quantization)
+    elif load_model:
+      from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
+      with compute_dtype(dtype):
+        model = run.model()
+      forward = tensorflow_forward(model)
+    fields, problem, strings = FIELDS.get(kind), None, None
+    if kind == "classification":
+      problem = own.Problem(run.problem_type or own.SINGLE, run.labels or [])
+      fields = list(run.record.get("text_columns") or (
+          ["text"] if len(run.text_fields) == 1 else ["sentence1", "sentence2"]))
+    elif kind == "token_classification" and load_model:
       record = run.record
-      tagger = tagger_module(model, tokenizer, run.max_seq_length, record["doc_stride"],
-                             run.labels, record["tag_scheme"], record["per_character"])
-      # The model is the tagger's traced function (sentences [B] -> entities, tags ...).
-      return cls(run, tagger.__call__, tokenizer, None, batch_size, multi_label_threshold)
-    problem = own.Problem(run.problem_type or own.SINGLE, run.labels or [])
-    return cls(run, run.model(), run.tokenizer(), problem, batch_size, multi_label_threshold)
+      strings = tagger_module(model, tokenizer, run.max_seq_length, record["doc_stride"],
+                              run.labels, record["tag_scheme"], record["per_character"]).__call__
+    return cls(kind, fields, tokenizer, run.record, settings, run.path, forward, strings,
+               problem, run.max_seq_length)
+
+  @classmethod
+  def _of_export(cls, path: str, record: dict, settings: Settings,
+                 load_model: bool = True) -> "Predictor":
+    assets = os.path.join(path, "assets")
+    names = tf.io.gfile.listdir(assets) if tf.io.gfile.isdir(assets) else []
+    spm = [n for n in names if n.endswith(".model")]
+    words = [n for n in names if n.endswith(".txt")]
+    tokenizer = (FullTokenizer(spm_model_file=_local(os.path.join(assets, spm[0]))) if spm else
+                 FullTokenizer(vocab_file=_local(os.path.join(assets, words[0]))) if words
+                 else None)
+    loaded = None
+    if load_model:
+      importlib.import_module("tensorflow_text")   # registers the export's tokenizer ops
+      loaded = tf.saved_model.load(path)
+    if record["kind"] == "tagger":
+      return cls("token_classification", ["text"], tokenizer, record, settings, path,
+                 strings=loaded.__call__ if loaded is not None else None)
+    if "problem_type" not in record:
+      raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
+                       "does not say its labels; export it again (run_classifier.py "
+                       "--export_dir), or give its run directory")
+    problem = own.Problem(record["problem_type"], record["labels"])
+    inputs = record["inputs"]
+    fields = ["text"] if len(inputs) == 1 else list(inputs)
+    strings = None
+    if loaded is not None:
+      signature = loaded.signatures["serving_default"]
+      strings = lambda texts: signature(**dict(zip(inputs, texts)))
+    return cls("classification", fields, tokenizer, record, settings, path, strings=strings,
+               problem=problem, seq_length=int(record.get("seq_length") or 512))
+
+  # ------------------------------------------------------------------------- examples
 
   @property
   def text_fields(self) -> List[str]:
-    """The names a dict example's (or an input file's) texts go by: the run's own text
-    columns (files of your own), else `text` or `sentence1` and `sentence2` (a GLUE run)."""
-    own_columns = self.run.record.get("text_columns")
-    if own_columns:
-      return list(own_columns)
-    if self.problem is None:
-      return ["text"]                                             # a tagger's sentence
-    return ["text"] if len(self.run.text_fields) == 1 else ["sentence1", "sentence2"]
+    """The names of an example's fields (dict keys, or an input file's columns)."""
+    return list(self.fields)
 
-  def texts(self, example: Example, where: str = "") -> List[str]:
-    """An example's one or two texts."""
-    fields = self.text_fields
-    if isinstance(example, str):
-      texts = [example]
-    elif isinstance(example, dict):
-      missing = [f for f in fields if f not in example]
+  def example(self, value: Example, where: str = "") -> List[object]:
+    """An example's fields in order (`fields`), checked: texts are strings, RACE's
+    `options` a list of two or more strings, a SQuAD context not empty. `where` starts
+    each error (`file:line: `)."""
+    fields = self.fields
+    if isinstance(value, str):
+      values = [value]
+    elif isinstance(value, dict):
+      missing = [f for f in fields if f not in value]
       if missing:
         raise ValueError(f"{where}no field {', '.join(map(repr, missing))}; this run reads "
                          f"{', '.join(map(repr, fields))}")
-      texts = [example[f] for f in fields]
+      values = [value[f] for f in fields]
     else:
-      texts = list(example)
-    if len(texts) != len(fields):
-      raise ValueError(f"{where}{len(texts)} text(s), but this run reads {len(fields)} "
+      values = list(value)
+    if len(values) != len(fields):
+      raise ValueError(f"{where}{len(values)} field(s), but this run reads {len(fields)} "
                        f"({', '.join(fields)})")
-    return texts
+    for name, item in zip(fields, values):
+      if name == "options" and self.kind == "multiple_choice":
+        if not (isinstance(item, list) and len(item) >= 2
+                and all(isinstance(o, str) for o in item)):
+          raise ValueError(f"{where}'options' is {item!r}: a list of two or more texts")
+      elif not isinstance(item, str):
+        raise ValueError(f"{where}{name!r} is {item!r}, not text")
+    if self.kind == "question_answering" and not values[1].strip():
+      raise ValueError(f"{where}no context: a SQuAD question is answered from its 'context'")
+    return values
+
+  def columns(self, text_columns: Optional[str] = None) -> List[str]:
+    """The input file's columns, one per field: `text_columns` (comma-separated; the
+    --text_columns flag), or the fields' own names."""
+    if not text_columns:
+      return self.text_fields
+    columns = [c.strip() for c in text_columns.split(",")]
+    if len(columns) != len(self.fields):
+      raise ValueError(f"--text_columns={text_columns}: this run reads {len(self.fields)} "
+                       f"field(s) ({', '.join(self.fields)})")
+    return columns
+
+  def row(self, record: Dict[str, object], columns: Sequence[str], id_column: Optional[str],
+          where: str = "") -> Tuple[List[object], Optional[str]]:
+    """(the example's fields, its id or None) of one row of an input file, read as
+    `columns` (one per field)."""
+    missing = [c for c in list(columns) + ([id_column] if id_column else []) if c not in record]
+    if missing:
+      raise ValueError(f"{where}no column {', '.join(map(repr, missing))}; the columns are "
+                       f"{', '.join(map(repr, record))}")
+    return (self.example([record[c] for c in columns], where),
+            str(record[id_column]) if id_column else None)
+
+  def tokens(self, values: Sequence[object]) -> int:
+    """About how many pieces an example's model inputs hold (what bounds a batch)."""
+    count = lambda text: (len(self.tokenizer.tokenize(text)) if self.tokenizer is not None
+                          else len(text) // 4)
+    if self.kind == "multiple_choice":
+      article = count(values[0])
+      return sum(min(self.seq_length, article + count(values[1] + " " + o) + 3)
+                 for o in values[2])
+    total = sum(count(v) for v in values) + 3
+    return total if self.kind == "question_answering" else min(total, self.seq_length)
+
+  # ------------------------------------------------------------------------- answers
 
   def predict(self, examples: Sequence[Example], progress: bool = False) -> List[dict]:
     """One answer dict per example, in order (see the module docstring)."""
-    if self.problem is None:
-      return self.entities(examples, progress)
-    logits = self.logits(examples, progress)
-    return [own.answer(self.problem, row, self.multi_label_threshold) for row in logits]
+    rows = [self.example(e, f"example {i}: ") for i, e in enumerate(examples)]
+    answer = {"classification": self._classify, "token_classification": self._tag,
+              "question_answering": self._read, "multiple_choice": self._choose}[self.kind]
+    return answer(rows, progress) if rows else []
 
-  def logits(self, examples: Sequence[Example], progress: bool = False) -> np.ndarray:
-    """The model's outputs [N, C] for `examples`, in order."""
-    seq = self.run.max_seq_length
-    tokenizer = self.tokenizer
-    packed = []
-    for i, example in enumerate(examples):
-      ids = [tokenizer.encode(t) for t in self.texts(example, f"example {i}: ")]
-      packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
-                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
-    lengths = np.array([sum(p["input_mask"]) for p in packed], np.int64)
-    order = np.argsort(lengths, kind="stable")                    # shortest first
-    out = np.zeros((len(packed), self.problem.num_outputs), np.float32)
-    bar = progress_bar(total=len(packed), desc="predicting", unit="rows", disable=not progress)
-    for start in range(0, len(order), self.batch_size):
-      rows = order[start:start + self.batch_size]
-      width = int(lengths[rows].max())                            # this batch's longest
-      batch = {key: tf.constant(np.array([packed[r][key][:width] for r in rows], np.int32))
-               for key in ("input_word_ids", "input_mask", "input_type_ids")}
-      out[rows] = self._call(batch).numpy()
+  def _batches(self, lengths: Sequence[int], progress: bool, desc: str) -> Iterator[np.ndarray]:
+    """Row numbers of each batch: sorted by length, `batch_size` at a time."""
+    order = np.argsort(np.asarray(lengths), kind="stable")        # shortest first
+    bar = progress_bar(total=len(order), desc=desc, unit="rows", disable=not progress)
+    for start in range(0, len(order), self.settings.batch_size):
+      rows = order[start:start + self.settings.batch_size]
+      yield rows
       bar.update(len(rows))
     bar.close()
-    return out
 
-  def entities(self, examples: Sequence[Example], progress: bool = False) -> List[dict]:
-    """A tagger's answers: {"entities": [{"type", "text", "start", "end"}, ...]} per
-    sentence, in order."""
-    sentences = [self.texts(e, f"example {i}: ")[0] for i, e in enumerate(examples)]
-    order = np.argsort([len(s) for s in sentences], kind="stable")
+  def _classify(self, rows, progress):
+    threshold = self.settings.multi_label_threshold
+    if self.strings is not None:                                  # a serving export
+      out = [None] * len(rows)
+      for batch in self._batches([sum(map(len, r)) for r in rows], progress, "predicting"):
+        texts = [tf.constant([rows[r][i] for r in batch]) for i in range(len(self.fields))]
+        outputs = self.strings(texts)
+        values = (outputs["score"].numpy()[:, None] if self.problem.type == own.REGRESSION
+                  else outputs["probabilities"].numpy())
+        for j, r in enumerate(batch):
+          out[r] = own.answer_of_probabilities(self.problem, values[j], threshold)
+      return out
+    tokenizer, seq = self.tokenizer, self.seq_length
+    packed = []
+    for values in rows:
+      ids = [tokenizer.encode(t) for t in values]
+      packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
+                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
+    logits = self._run(packed, progress)["logits"]
+    return [own.answer(self.problem, row, threshold) for row in logits]
+
+  def _run(self, packed: List[Dict[str, list]], progress: bool,
+           extra: Sequence[str] = ()) -> Dict[str, np.ndarray]:
+    """`forward` over packed examples (lists [S], or [C, S] for RACE), in length-sorted
+    batches cut to each one's longest; the outputs [N, ...] in input order (span logits
+    padded back to seq_length with -inf)."""
+    lengths = [int(np.max(np.sum(p["input_mask"], -1))) for p in packed]
+    parts: Dict[str, list] = {}
+    order = []
+    for rows in self._batches(lengths, progress, "predicting"):
+      width = max(1, max(lengths[r] for r in rows))
+      batch = {k: np.array([np.asarray(packed[r][k])[..., :width] for r in rows],
+                           np.float32 if k in extra else np.int32)
+               for k in ("input_word_ids", "input_mask", "input_type_ids", *extra)}
+      for k, v in self.forward(batch).items():
+        if v.ndim == 2 and k.endswith("_logits"):                   # [B, width] -> [B, S]
+          v = np.pad(v, [(0, 0), (0, self.seq_length - v.shape[1])], constant_values=-np.inf)
+        parts.setdefault(k, []).append(v)
+      order.append(rows)
+    inverse = np.argsort(np.concatenate(order), kind="stable")
+    return {k: np.concatenate(v)[inverse] for k, v in parts.items()}
+
+  def _tag(self, rows, progress):
+    sentences = [r[0] for r in rows]
     out = [None] * len(sentences)
-    bar = progress_bar(total=len(sentences), desc="tagging", unit="rows", disable=not progress)
-    for start in range(0, len(order), self.batch_size):
-      rows = order[start:start + self.batch_size]
-      found = self.model(tf.constant([sentences[r] for r in rows]))
+    for batch in self._batches([len(s) for s in sentences], progress, "tagging"):
+      found = self.strings(tf.constant([sentences[r] for r in batch]))
       found = {k: v.numpy() for k, v in found.items() if k.startswith(("entity", "num_entities"))}
-      for j, r in enumerate(rows):
+      for j, r in enumerate(batch):
         out[r] = dict(entities=[dict(type=found["entity_types"][j, e].decode(),
                                      text=found["entity_texts"][j, e].decode(),
                                      start=int(found["entity_starts"][j, e]),
                                      end=int(found["entity_ends"][j, e]))
                                 for e in range(int(found["num_entities"][j]))])
-      bar.update(len(rows))
-    bar.close()
     return out
 
-  @tf.function(input_signature=[{k: tf.TensorSpec([None, None], tf.int32)
-                                 for k in ("input_word_ids", "input_mask", "input_type_ids")}],
-               reduce_retracing=True)
-  def _call(self, batch):
-    return tf.cast(self.model(batch, training=False), tf.float32)              # [B, C]
+  def _read(self, rows, progress):
+    """SQuAD: each question's windows over its context, the span head, then run_squad.py's
+    own n-best and null-score rules (`albert_tf.data.squad`)."""
+    record, s = self.record, self.settings
+    version_2 = str(record.get("task", "")).endswith("v2.0")
+    examples = [squad.SquadExample(str(i), q, c) for i, (q, c) in enumerate(rows)]
+    converted = list(squad.convert_examples(
+        examples, self.tokenizer, self.seq_length, int(record.get("doc_stride", 128)),
+        int(record.get("max_query_length", 64)), is_training=False))
+    packed = [dict(input_word_ids=f["input_ids"], input_mask=f["input_mask"],
+                   input_type_ids=f["segment_ids"], p_mask=f["p_mask"]) for f, _ in converted]
+    outputs = self._run(packed, progress, ("p_mask",) if version_2 else ())
+    lengths = [sum(p["input_mask"]) for p in packed]
+    results = {}
+    for i, (features, _) in enumerate(converted):
+      results[features["unique_ids"]] = {
+          k: v[i][:lengths[i]] if k.endswith("_logits") and v.ndim == 2 else v[i]
+          for k, v in outputs.items()}
+    metadata, spans = [m for _, m in converted], {}
+    if version_2:
+      predictions, nbest, null = squad.predictions_v2(
+          examples, metadata, results, s.n_best_size, s.max_answer_length,
+          s.null_score_diff_threshold, spans)
+    else:
+      (predictions, nbest), null = squad.predictions_v1(
+          examples, metadata, results, s.n_best_size, s.max_answer_length, spans), None
+    out = []
+    for example in examples:
+      qid, text = example.qas_id, predictions[example.qas_id]
+      span = spans.get(qid) if text else None
+      answer = dict(answer=text, start=span[0] if span else None,
+                    end=span[1] if span else None, score=nbest[qid][0]["probability"])
+      if version_2:
+        answer.update(has_answer=bool(null[qid] <= s.null_score_diff_threshold),
+                      null_score=float(null[qid]))
+      out.append(answer)
+    return out
+
+  def _choose(self, rows, progress):
+    """RACE: [CLS] article [SEP] question-with-option [SEP] per option, as run_race.py."""
+    tokenizer, seq = self.tokenizer, self.seq_length
+    max_qa_length = int(self.record.get("max_qa_length", 128))
+    out = [None] * len(rows)
+    by_count: Dict[int, List[int]] = {}
+    for i, values in enumerate(rows):
+      by_count.setdefault(len(values[2]), []).append(i)
+    for _, members in sorted(by_count.items()):   # a batch's questions share their count
+      packed = []
+      for i in members:
+        article, question, options = rows[i]
+        article_ids = tokenizer.encode(article)
+        choices = [pack_choice(article_ids, tokenizer.encode(qa_text(question, option)), seq,
+                               max_qa_length, tokenizer) for option in options]
+        packed.append(dict(input_word_ids=[c["input_ids"] for c in choices],
+                           input_mask=[c["input_mask"] for c in choices],
+                           input_type_ids=[c["segment_ids"] for c in choices]))
+      logits = self._run(packed, progress)["logits"].astype(np.float64)   # [N, count]
+      p = np.exp(logits - logits.max(-1, keepdims=True))
+      p /= p.sum(-1, keepdims=True)
+      for j, i in enumerate(members):
+        out[i] = dict(choice=int(p[j].argmax()), probabilities=[float(x) for x in p[j]])
+    return out
+
+
+def _local(path: str) -> str:
+  """`path`, or a local copy of it when it is on another filesystem (gs://...)."""
+  if "://" not in path:
+    return path
+  import tempfile  # pylint: disable=g-import-not-at-top
+  copy = os.path.join(tempfile.mkdtemp(prefix="albert_tf_"), os.path.basename(path))
+  tf.io.gfile.copy(path, copy)
+  return copy
+
+
+def answer_line(index: int, row_id: Optional[str], answer: dict) -> str:
+  """One line of predict.py's output: `index`, `id` if given, then the answer."""
+  head = dict(index=index, **({"id": row_id} if row_id is not None else {}))
+  return json.dumps(dict(head, **answer), ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- runtimes
+
+def tensorflow_forward(model) -> Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]:
+  """The model's inference call (the graph its ONNX export is made of), NumPy in and out."""
+  function, spec, _ = inference_function(model)
+
+  def forward(batch):
+    outputs = function(*[tf.constant(batch[s.name], s.dtype) for s in spec])
+    return {k: (tf.cast(v, tf.float32) if v.dtype.is_floating else v).numpy()
+            for k, v in outputs.items()}
+  return forward
+
+
+def onnx_file(run: runs.Run, quantization: str = "none") -> str:
+  """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), written now if it is
+  missing or was made from other weights than the run's best."""
+  from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
+  checkpoint = run.checkpoint
+  weights = fingerprint(checkpoint, quantization, files=[checkpoint + ".index"])
+  path = os.path.join(run.path, "onnx", "model-int8.onnx" if quantization == "dynamic_int8"
+                      else "model.onnx")
+  try:
+    with open(path + ".json", encoding="utf-8") as f:
+      made_from = json.load(f).get("weights")
+  except (OSError, ValueError):
+    made_from = None
+  if made_from != weights or not os.path.exists(path):
+    print(f"Writing the ONNX export of {checkpoint} to {path} (once; kept for later runs)")
+    labels = run.labels if run.kind.name == "classification" else None
+    write_onnx(run.model(), path, run.tokenizer(), quantization, labels, overwrite=True,
+               extra=dict(weights=weights, problem_type=run.problem_type))
+  return path
+
+
+def onnx_forward(run: runs.Run, quantization: str = "none"):
+  """`forward` under ONNX Runtime, on the run's ONNX export (`onnx_file`)."""
+  try:
+    import onnxruntime  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ImportError("--runtime=onnxruntime needs ONNX Runtime and tf2onnx: pip install "
+                      "'albert_tf[onnx]'") from None
+  options = onnxruntime.SessionOptions()
+  options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+  session = onnxruntime.InferenceSession(onnx_file(run, quantization), options,
+                                         providers=["CPUExecutionProvider"])
+  inputs = {i.name: i.type for i in session.get_inputs()}
+  names = [o.name for o in session.get_outputs()]
+
+  def forward(batch):
+    feed = {k: batch[k].astype(np.float32 if "float" in inputs[k] else np.int32)
+            for k in inputs}
+    return dict(zip(names, session.run(names, feed)))
+  return forward

@@ -391,6 +391,16 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   assert_close(served["probabilities"].numpy(), tf.nn.softmax(logits).numpy(), 1e-6)
   submitted = [r[1] for r in rows[1:9]]
   assert [s.decode() for s in served["labels"].numpy()] == submitted
+  # albert_tf.Predictor (predict.py) on the run and on its serving export: --do_predict's
+  # labels on the whole test split (MRPC.tsv), the model's probabilities within 1e-5.
+  from albert_tf import Predictor  # pylint: disable=import-outside-toplevel
+  test = glue.read_examples(model_files["data"], glue.get_task("mrpc"), "test")
+  for path in (out, out / "serving"):
+    answers = Predictor.load(str(path), batch_size=16).predict(
+        [(e.text_a, e.text_b) for e in test])
+    assert [a["label"] for a in answers] == [r[1] for r in rows[1:]]
+    assert_close([[a["probabilities"][k] for k in ("0", "1")] for a in answers[:8]],
+                 tf.nn.softmax(logits).numpy(), 1e-5)
   if source == "tf_hub":   # the original's --threshold_to_export, served along
     assert served["threshold"].numpy().tolist() == [0.75] * 8
   else:

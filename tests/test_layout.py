@@ -33,9 +33,11 @@ ALLOWED = {
     "sources.py": {"runs", "modeling", "text", "data", "formats", "files", "cli"},
     # A run's answers for new text: through the run's owner, never a reader of its own.
     "predictor.py": {"runs", "export", "modeling", "text", "data", "files", "progress"},
+    # The same answers for a corpus, on Apache Beam: the predictor's, through RunInference.
+    "predict_beam.py": {"predictor", "runs", "export", "data", "files"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
-    "commands": {"sources", "runs", "predictor", "export", "formats", "modeling", "text", "data", "training", "files",
+    "commands": {"sources", "runs", "predictor", "predict_beam", "export", "formats", "modeling", "text", "data", "training", "files",
                  "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),

@@ -114,5 +114,121 @@ def test_a_glue_pair_run_reads_sentence_pairs(tmp_path, spm_model):
   text.write_text("one text\n")
   done = run_script("predict.py", f"--model={run_dir}", f"--input_file={text}",
                     f"--output_file={tmp_path / 'never.jsonl'}", "--noprogress")
-  assert done.returncode != 0 and "reads pairs (sentence1, sentence2)" in done.stderr
+  assert done.returncode != 0 and "reads 2 fields (sentence1, sentence2)" in done.stderr
   assert not (tmp_path / "never.jsonl").exists()
+
+
+def test_onnxruntime_int8_and_bfloat16_answer_as_float32_tensorflow(topics_run, tmp_path):
+  """--runtime=onnxruntime runs the run's ONNX export, written once into <run>/onnx/ and
+  kept; float32 within 1e-5 of TensorFlow, dynamic int8 and bfloat16 close to it."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  run = tmp_path / "topics"
+  shutil.copytree(topics_run, run)
+  labels = ["code", "data", "files", "system"]
+  table = lambda answers: np.array([[a["probabilities"][k] for k in labels] for a in answers])
+  want = table(Predictor.load(str(run), batch_size=3).predict(TEXTS))
+  got = table(Predictor.load(str(run), batch_size=3, runtime="onnxruntime").predict(TEXTS))
+  assert_close(got, want, 1e-5)
+  made = (run / "onnx" / "model.onnx").stat().st_mtime_ns
+  Predictor.load(str(run), runtime="onnxruntime")           # kept: not written again
+  assert (run / "onnx" / "model.onnx").stat().st_mtime_ns == made
+  int8 = table(Predictor.load(str(run), runtime="onnxruntime",
+                              quantization="dynamic_int8").predict(TEXTS))
+  assert (run / "onnx" / "model-int8.onnx").exists()
+  assert np.abs(int8 - want).max() < 0.05 and not np.array_equal(int8, want)
+  bfloat16 = table(Predictor.load(str(run), dtype="bfloat16").predict(TEXTS))
+  assert np.abs(bfloat16 - want).max() < 0.03 and not np.array_equal(bfloat16, want)
+  with pytest.raises(ValueError, match="--dtype=bfloat16 is TensorFlow's"):
+    Predictor.load(str(run), runtime="onnxruntime", dtype="bfloat16")
+  with pytest.raises(ValueError, match="--quantization=dynamic_int8 is onnxruntime's"):
+    Predictor.load(str(run), quantization="dynamic_int8")
+
+
+def _write_rows(path, rows):
+  path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+  return str(path)
+
+
+def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written(
+    topics_run, tmp_path):
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+
+  def refused(source, match, model=topics_run, **flags):
+    out = tmp_path / "never.jsonl"
+    with pytest.raises((ValueError, FileNotFoundError), match=match):
+      predict.run(predict.PredictOptions(model=str(model), input_file=str(source),
+                                         output_file=str(out), progress=False, **flags))
+    assert not out.exists()
+
+  good = dict(id="a", text="the list")
+  refused(_write_rows(tmp_path / "a.jsonl", [good, "{not json"]), r"a.jsonl:2: not JSON")
+  refused(_write_rows(tmp_path / "b.jsonl", [good, dict(id="b", txt="x")]),
+          r"b.jsonl:2: no column 'text'; the columns are 'id', 'txt'")
+  refused(_write_rows(tmp_path / "c.jsonl", [good, dict(id="c", text=3)]),
+          r"c.jsonl:2: 'text' is 3, not text")
+  refused(_write_rows(tmp_path / "d.jsonl", [good]), r"d.jsonl:1: no column 'key'",
+          id_column="key")
+  (tmp_path / "not_a_run").mkdir()
+  (tmp_path / "not_a_run" / "notes.txt").write_text("x")
+  refused(tmp_path / "a.jsonl", r"--model=.*not_a_run is neither a run directory",
+          model=tmp_path / "not_a_run")
+  refused(tmp_path / "missing.jsonl", r"--input_file=.*missing.jsonl not found")
+  # An empty line of a .txt file is an empty text, answered as such.
+  source = tmp_path / "texts.txt"
+  source.write_text("the list\n\nthe thread\n")
+  out = tmp_path / "texts.jsonl"
+  predict.run(predict.PredictOptions(model=str(topics_run), input_file=str(source),
+                                     output_file=str(out), progress=False))
+  answers = [json.loads(line) for line in out.read_text().splitlines()]
+  assert [a["index"] for a in answers] == [0, 1, 2]
+  assert answers[1]["labels"] == Predictor.load(str(topics_run)).predict([""])[0]["labels"]
+
+
+def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
+    topics_run, tmp_path):
+  """predict.py --runner=DirectRunner with 2 workers: the local answers (through the run's
+  serving export, made in <run>/serving) sorted by index, contiguous shards, bad rows in
+  the errors file with their index, line and reason; a rerun writes the same bytes."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  run = tmp_path / "topics"
+  shutil.copytree(topics_run, run)
+  rng = np.random.default_rng(0)
+  words = " ".join(TEXTS).split()
+  rows = [dict(id=f"r{i}", text=" ".join(rng.choice(words, int(rng.integers(0, 30)))))
+          for i in range(60)]
+  rows[7] = "{not json"
+  rows[20] = dict(id="r20", body="no text column")
+  source = _write_rows(tmp_path / "rows.jsonl", rows)
+  good = [(i, r) for i, r in enumerate(rows) if isinstance(r, dict) and "text" in r]
+  local = {r["id"]: a for (_, r), a in zip(good, Predictor.load(str(run)).predict(
+      [r["text"] for _, r in good]))}
+  flags = dict(model=str(run), input_file=source, id_column="id", runner="DirectRunner",
+               direct_num_workers=2, num_shards=3, progress=False)
+  result = predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"),
+                                              **flags))
+  assert (result["rows"], result["errors"]) == (58, 2)
+  shards = [tmp_path / "a" / f"out-{k:05d}-of-00003.jsonl" for k in range(3)]
+  answers = [json.loads(line) for s in shards for line in s.read_text().splitlines()]
+  assert [a["index"] for a in answers] == [i for i, _ in good]          # contiguous, in order
+  labels = ["code", "data", "files", "system"]
+  for a in answers:
+    assert a["labels"] == local[a["id"]]["labels"]
+  assert_close([[a["probabilities"][k] for k in labels] for a in answers],
+               [[local[a["id"]]["probabilities"][k] for k in labels] for a in answers], 1e-5)
+  errors = [json.loads(line) for line in
+            (tmp_path / "a" / "out-errors.jsonl").read_text().splitlines()]
+  assert [(e["index"], e["line"]) for e in errors] == [(7, 8), (20, 21)]
+  assert "rows.jsonl:8: not JSON" in errors[0]["reason"]
+  assert "rows.jsonl:21: no column 'text'" in errors[1]["reason"]
+  assert (run / "serving" / "saved_model.pb").exists()
+  # The rerun: the same bytes; an existing output is refused before any work.
+  predict.run(predict.PredictOptions(output_file=str(tmp_path / "b" / "out.jsonl"), **flags))
+  for k in range(3):
+    name = f"out-{k:05d}-of-00003.jsonl"
+    assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+  with pytest.raises(FileExistsError, match="out-00000-of-00003.jsonl"):
+    predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"), **flags))
+  # The serving export as --model: the same answers.
+  again = Predictor.load(str(run / "serving")).predict([r["text"] for _, r in good[:10]])
+  assert [a["labels"] for a in again] == [local[r["id"]]["labels"] for _, r in good[:10]]

@@ -12,6 +12,7 @@ import tf_keras as keras
 
 from albert_tf import (AlbertConfig, AlbertMultipleChoice, AlbertPretrainer, load_checkpoint,
                        save_original_checkpoint)
+from albert_tf.commands import predict
 from albert_tf.tasks import multiple_choice
 from albert_tf.data import race, sample_corpus
 from albert_tf.text.tokenization import FullTokenizer
@@ -180,6 +181,23 @@ def test_run_race_learns_a_generated_set_and_writes_its_outputs(tmp_path, spm_mo
   for name in ("model.ckpt-best.index", "eval_log.csv", "train_log.csv", "learning_curve.png",
                "train", "eval"):
     assert os.path.exists(out / name), name
+
+  # predict.py on the test questions (JSONL: article, question, options): --do_predict's
+  # choices, and its probabilities (test_predictions.jsonl) within 1e-5.
+  written = [json.loads(line) for line in open(out / "test_predictions.jsonl")]
+  assert [w["id"] for w in written] == [e.qas_id for e in examples]
+  assert ["ABCD"[w["choice"]] for w in written] == [predictions[e.qas_id] for e in examples]
+  source = tmp_path / "questions.jsonl"
+  source.write_text("".join(json.dumps(dict(id=e.qas_id, article=e.article, question=e.question,
+                                            options=e.options)) + "\n" for e in examples))
+  answers = tmp_path / "answers.jsonl"
+  predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
+                                     output_file=str(answers), id_column="id", batch_size=7,
+                                     progress=False))
+  got = [json.loads(line) for line in open(answers)]
+  assert [(g["index"], g["id"]) for g in got] == [(i, e.qas_id) for i, e in enumerate(examples)]
+  assert [g["choice"] for g in got] == [w["choice"] for w in written]
+  assert_close([g["probabilities"] for g in got], [w["probabilities"] for w in written], 1e-5)
 
 
 def test_a_run_that_scores_every_choice_alike_says_so():

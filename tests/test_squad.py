@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from albert_tf import (AlbertConfig, AlbertQuestionAnswerer, AlbertSpanHead, AlbertSpanV2Head,
                        load_checkpoint, save_original_checkpoint)
+from albert_tf.commands import predict
 from albert_tf.tasks import question_answering
 from albert_tf.training import metrics
 from albert_tf.data import sample_corpus, squad
@@ -466,6 +467,36 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
   recomputed = metrics.squad_v2_evaluate(dataset, predictions, null_odds, 0.0)
   assert recomputed == pytest.approx(evaluation)
   assert all((predictions[q] == "") == (null_odds[q] > 0.0) for q in predictions)
+  # predict.py on the dev questions (JSONL: question, context): --do_predict's answers, and
+  # its scores (the best n-best probability) and null scores within 1e-5; each answer is
+  # the context's characters [start, end).
+  with open(out / "nbest_predictions.json") as f:
+    nbest = json.load(f)
+  questions = [dict(id=qa["id"], question=qa["question"], context=p["context"])
+               for article in dataset for p in article["paragraphs"] for qa in p["qas"]]
+  source = tmp_path / "questions.jsonl"
+  source.write_text("".join(json.dumps(q) + "\n" for q in questions))
+  predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
+                                     output_file=str(tmp_path / "answers.jsonl"),
+                                     id_column="id", batch_size=16, progress=False))
+  got = [json.loads(line) for line in open(tmp_path / "answers.jsonl")]
+  assert [g["id"] for g in got] == [q["id"] for q in questions]
+  assert [g["answer"] for g in got] == [predictions[q["id"]] for q in questions]
+  assert [g["has_answer"] for g in got] == [predictions[q["id"]] != "" for q in questions]
+  assert_close([g["score"] for g in got], [nbest[q["id"]][0]["probability"] for q in questions],
+               1e-5)
+  assert_close([g["null_score"] for g in got], [null_odds[q["id"]] for q in questions], 1e-5)
+  for g, q in zip(got, questions):
+    if g["answer"]:
+      assert q["context"][g["start"]:g["end"]] == g["answer"]
+    else:
+      assert g["start"] is None and g["end"] is None
+  with pytest.raises(ValueError, match=r"no_context.jsonl:1: no context"):
+    empty = tmp_path / "no_context.jsonl"
+    empty.write_text(json.dumps(dict(question="who?", context=" ")) + "\n")
+    predict.run(predict.PredictOptions(model=str(out), input_file=str(empty),
+                                       output_file=str(tmp_path / "never.jsonl")))
+  assert not (tmp_path / "never.jsonl").exists()
   # A threshold chosen elsewhere is applied as given, without touching the dev figures' choice.
   high = question_answering.run(squad_options(squad_files, out, True, do_train=False,
                                               null_score_diff_threshold=1e9))

@@ -1,79 +1,107 @@
-"""predict.py: a trained run's answers for a file of new text, one JSON line per input line.
+"""predict.py: a trained run's answers for a file of new text, one JSON line per input row.
 
-The input is `.txt` (one text per line), or `.csv`, `.tsv`, `.jsonl` read as
-run_classifier.py reads your own files (`--text_columns`, `--id_column`). The output, a
-`.jsonl` file, appears whole or not at all, and an existing one is never overwritten.
+The input is `.txt` (one text per line; an empty line is an empty text), or `.csv`, `.tsv`,
+`.jsonl` (columns named by `--text_columns`, default the run's own). Locally the output, a
+`.jsonl` file, appears whole or not at all, and an existing one is never overwritten; a
+bad row stops the run with its `file:line`, before anything is written. With `--runner` it
+runs on Apache Beam (`albert_tf.predict_beam`): sharded output, bad rows in an errors file.
 """
 
 import dataclasses
-import json
 import os
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from albert_tf.cli import Checked, option
 from albert_tf.data import own
+from albert_tf.data.beam_pipeline import BeamFlags
 from albert_tf.files import atomic_open
-from albert_tf.predictor import Predictor
+from albert_tf.predictor import (DTYPES, QUANTIZATIONS, RUNTIMES, Predictor, Settings,
+                                 answer_line)
 
 
-@dataclasses.dataclass(kw_only=True)
-class PredictOptions(Checked):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PredictOptions(BeamFlags, Checked):
   """predict.py's flags."""
-  model: str = option(help="A run_classifier.py --output_dir (GLUE or your own files).")
-  input_file: str = option(help="The texts: .txt (one per line), .csv, .tsv or .jsonl.")
-  output_file: str = option(help="Where the answers go (.jsonl); must not exist.")
+  model: str = option(help="A fine-tuning run's --output_dir (run_classifier.py, run_ner.py, "
+                      "run_squad.py, run_race.py), or a serving export (--export_dir).")
+  input_file: str = option(help="The inputs: .txt (one text per line), .csv, .tsv or .jsonl "
+                           "(SQuAD: question, context; RACE: article, question, options).")
+  output_file: str = option(help="Where the answers go (.jsonl); must not exist. With "
+                            "--runner: <name>-SSSSS-of-NNNNN.jsonl shards and <name>-errors.jsonl.")
   text_columns: Optional[str] = option(
-      None, "CSV/TSV/JSONL: the column of the text, or two (premise,hypothesis) for a "
-      "pair (default: the run's own; for a GLUE run `text`, or `sentence1,sentence2`).")
+      None, "CSV/TSV/JSONL: the columns of the inputs, in the run's order (default: the "
+      "run's own text columns; for a GLUE run `text`, or `sentence1,sentence2`).")
   id_column: Optional[str] = option(None, "A column copied into each answer as `id`.")
   batch_size: int = option(32, "Examples per batch (sorted by length, put back in order).",
                            at_least=1)
+  runtime: str = option("tensorflow", "tensorflow, or onnxruntime (the run's ONNX export, made "
+                        "in <run>/onnx/ on first use).", choices=RUNTIMES)
+  dtype: str = option("float32", "TensorFlow's compute dtype.", choices=DTYPES)
+  quantization: str = option("none", "onnxruntime: none (float32) or dynamic_int8.",
+                             choices=QUANTIZATIONS)
   multi_label_threshold: float = option(0.5, "Multi-label: a label is chosen over this "
                                         "probability.", at_least=0, below=1)
+  n_best_size: int = option(20, "SQuAD: candidate answers kept per question.", at_least=1)
+  max_answer_length: int = option(30, "SQuAD: longest answer, in pieces.", at_least=1)
+  null_score_diff_threshold: float = option(0.0, "SQuAD v2.0: no answer when the null score "
+                                            "exceeds this.")
+  num_shards: int = option(1, "--runner: output shards.", at_least=1)
+  max_batch_tokens: int = option(8192, "--runner: pieces per batch at most (a batch of long "
+                                 "texts holds fewer rows).", at_least=1)
   progress: bool = option(True, "Show a progress bar (rows per second).")
 
+  @property
+  def settings(self) -> Settings:
+    return Settings(self.batch_size, self.multi_label_threshold, self.n_best_size,
+                    self.max_answer_length, self.null_score_diff_threshold)
 
-def read_examples(path: str, columns: List[str], id_column: Optional[str]):
-  """(texts of each row, its id or None) from the input file, in order."""
+
+def read_examples(path: str, predictor: Predictor, columns: List[str],
+                  id_column: Optional[str]) -> Tuple[List[list], List[Optional[str]]]:
+  """(each row's fields, its id or None) from the input file, in order, checked; an error
+  names `path:line`."""
   if not os.path.isfile(path):
     raise FileNotFoundError(f"--input_file={path} not found")
+  rows, ids = [], []
   if path.lower().endswith(".txt"):
-    with open(path, encoding="utf-8-sig") as f:
-      lines = [line.rstrip("\r\n") for line in f]
-    while lines and not lines[-1]:
-      lines.pop()
-    if not lines:
-      raise ValueError(f"--input_file={path}: no lines in it")
     if len(columns) != 1:
       raise ValueError(f"--input_file={path}: a .txt file holds one text per line, but this "
-                       f"run reads pairs ({', '.join(columns)}); use .csv, .tsv or .jsonl")
-    return [[line] for line in lines], [None] * len(lines)
-  rows = own.read_rows(path, own.Columns(text=tuple(columns), id=id_column),
-                       flag="--input_file", need_labels=False)
-  return [r.texts for r in rows], [r.id for r in rows]
+                       f"run reads {len(columns)} fields ({', '.join(columns)}); use .csv, "
+                       ".tsv or .jsonl")
+    with open(path, encoding="utf-8-sig") as f:
+      for number, line in enumerate(f, 1):
+        rows.append(predictor.example([line.rstrip("\r\n")], f"{path}:{number}: "))
+        ids.append(None)
+  else:
+    for number, record in own.records(path, "--input_file"):
+      row, row_id = predictor.row(record, columns, id_column, f"{path}:{number}: ")
+      rows.append(row)
+      ids.append(row_id)
+  if not rows:
+    raise ValueError(f"--input_file={path}: no rows in it")
+  return rows, ids
 
 
 def run(opts: PredictOptions) -> Dict[str, object]:
   """What predict.py does: reads the run and the input, answers, writes; returns counts."""
+  if opts.runner:
+    from albert_tf import predict_beam  # pylint: disable=g-import-not-at-top
+    return predict_beam.run(opts)
   if os.path.exists(opts.output_file):
     raise FileExistsError(f"--output_file={opts.output_file} exists; nothing was written "
                           "(choose a new file)")
-  predictor = Predictor.load(opts.model, opts.batch_size, opts.multi_label_threshold)
-  columns = ([c.strip() for c in opts.text_columns.split(",")] if opts.text_columns
-             else predictor.text_fields)
-  if len(columns) != len(predictor.text_fields):
-    raise ValueError(f"--text_columns={','.join(columns)}: this run reads "
-                     f"{len(predictor.text_fields)} text(s) ({', '.join(predictor.text_fields)})")
-  texts, ids = read_examples(opts.input_file, columns, opts.id_column)
+  predictor = Predictor.load(opts.model, runtime=opts.runtime, dtype=opts.dtype,
+                             quantization=opts.quantization, **dataclasses.asdict(opts.settings))
+  rows, ids = read_examples(opts.input_file, predictor, predictor.columns(opts.text_columns),
+                            opts.id_column)
   start = time.time()
-  answers = predictor.predict(texts, progress=opts.progress)
+  answers = predictor.predict(rows, progress=opts.progress)
   seconds = time.time() - start
   os.makedirs(os.path.dirname(os.path.abspath(opts.output_file)), exist_ok=True)
   with atomic_open(opts.output_file, encoding="utf-8") as f:
     for index, (answer, row_id) in enumerate(zip(answers, ids)):
-      head = dict(index=index, **({"id": row_id} if row_id is not None else {}))
-      f.write(json.dumps(dict(head, **answer), ensure_ascii=False) + "\n")
+      f.write(answer_line(index, row_id, answer))
   print(f"Wrote {len(answers)} answers to {opts.output_file} ({len(answers) / seconds:.1f} "
         "rows/s)")
-  return dict(rows=len(answers), seconds=seconds)
+  return dict(rows=len(answers), seconds=seconds, rows_per_second=len(answers) / seconds)

@@ -10,19 +10,21 @@ byte for byte the local path's, whatever the runner, `--direct_num_workers`,
 bundles or retries. A worker holds one chunk's documents while it makes
 examples and one shard while it writes it.
 
-Needs `pip install albert_tf[beam]` (apache-beam[tfrecord]); only this module
-imports apache_beam.
+Needs `pip install albert_tf[beam]` (apache-beam[tfrecord]); only this module and
+`albert_tf.predict_beam` (predict.py --runner) import apache_beam. `BeamFlags` are the
+pipeline flags both scripts take.
 """
 
+import dataclasses
 import json
 import os
 import shlex
-import tempfile
 import uuid
 from typing import List, Optional, Sequence
 
 import tensorflow as tf
 
+from albert_tf.cli import option
 from albert_tf.data import corpus, pretraining
 
 # --runner=DirectRunner runs here, in this process (or --direct_num_workers processes).
@@ -31,7 +33,26 @@ from albert_tf.data import corpus, pretraining
 _IN_PROCESS = "apache_beam.runners.portability.fn_api_runner.fn_runner.FnApiRunner"
 
 
-def _import_beam():
+RUNNERS_HELP = ("Run as an Apache Beam pipeline on this runner (DirectRunner here; "
+                "DataflowRunner, FlinkRunner, SparkRunner, ...); needs albert_tf[beam]. "
+                "Unset: the local path (processes on this machine, no Beam).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BeamFlags:
+  """The pipeline flags of the scripts that can run on Apache Beam."""
+  runner: Optional[str] = option(None, RUNNERS_HELP)
+  direct_num_workers: int = option(1, "--runner=DirectRunner: worker processes.", at_least=1)
+  beam_pipeline_options: Optional[str] = option(None, "More Beam pipeline options, space-"
+                                                "separated (e.g. '--project=p --region=r "
+                                                "--temp_location=gs://b/tmp').")
+
+  def pipeline_options(self):
+    """Beam PipelineOptions of these flags (`pipeline_options`)."""
+    return pipeline_options(self.runner, self.direct_num_workers, self.beam_pipeline_options)
+
+
+def import_beam():
   try:
     import apache_beam as beam  # pylint: disable=import-outside-toplevel
   except ImportError:
@@ -67,7 +88,7 @@ class _ExamplesOfChunk:
 
   def setup(self):
     self.tokenizer = pretraining.make_tokenizer(*self.args)
-    self.tagged = _import_beam().pvalue.TaggedOutput
+    self.tagged = import_beam().pvalue.TaggedOutput
 
   def process(self, chunk):
     report = corpus.Report()
@@ -94,7 +115,7 @@ def run(input_files: Sequence[str], output_files: List[str], spm_model_file: Opt
         runner: str = "DirectRunner", direct_num_workers: int = 1,
         beam_pipeline_options: Optional[str] = None, overwrite: bool = False) -> corpus.Report:
   """Runs the pipeline and returns its report (counts, first problem lines)."""
-  beam = _import_beam()
+  beam = import_beam()
   pretraining.check_outputs(output_files, overwrite)
   corpus.check_inputs(input_files)
   pretraining.make_tokenizer(spm_model_file, do_lower_case, vocab_file)  # fails early

@@ -22,13 +22,8 @@ ORIGINAL_FLAGS = {
 }
 
 
-RUNNERS_HELP = ("Run as an Apache Beam pipeline on this runner (DirectRunner here; "
-                "DataflowRunner, FlinkRunner, SparkRunner, ...); needs albert_tf[beam]. "
-                "Unset: the local path (processes on this machine, no Beam).")
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CreationOptions(DataOptions):
+class CreationOptions(DataOptions, beam_pipeline.BeamFlags):
   """create_pretraining_data.py's flags: the files, and the knobs of DataOptions."""
   input_file: str = option(help="Input text files: comma-separated paths or globs.")
   output_file: str = option(help="Output TFRecord files, comma-separated (shards), or one "
@@ -44,11 +39,6 @@ class CreationOptions(DataOptions):
   chunk_mb: float = option(corpus.DEFAULT_CHUNK_MB, "Input files are processed in chunks of "
                            "whole documents of about this many MB (the output depends on it).",
                            above=0)
-  runner: Optional[str] = option(None, RUNNERS_HELP)
-  direct_num_workers: int = option(1, "--runner=DirectRunner: worker processes.", at_least=1)
-  beam_pipeline_options: Optional[str] = option(None, "More Beam pipeline options, space-"
-                                                "separated (e.g. '--project=p --region=r "
-                                                "--temp_location=gs://b/tmp').")
   overwrite: bool = option(False, "Replace existing output files.")
   progress: bool = option(True, "Show a progress bar.")
 

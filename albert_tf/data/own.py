@@ -18,7 +18,7 @@ import csv
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -68,9 +68,8 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{flag + '=' if flag else ''}{path} not found")
   kind = file_format(path, flag)
-  records = _json_lines(path) if kind == "jsonl" else _delimited(path, kind)
   rows, has_labels = [], None
-  for index, (line, record) in enumerate(records):
+  for index, (line, record) in enumerate(records(path, flag)):
     missing = [c for c in list(columns.text) + ([columns.id] if columns.id else [])
                if c not in record]
     if missing:
@@ -99,39 +98,53 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
   return rows
 
 
-def _json_lines(path: str):
-  """(line number, object) of each non-blank line."""
-  with open(path, encoding="utf-8-sig") as f:
-    for number, text in enumerate(f, 1):
-      if not text.strip():
-        continue
-      try:
-        record = json.loads(text)
-      except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{number}: not JSON ({e.msg}); a .jsonl file holds one JSON "
-                         "object per line") from None
-      if not isinstance(record, dict):
-        raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an object "
-                         "with named fields")
-      yield number, record
+def records(path: str, flag: str = "") -> Iterator[Tuple[int, dict]]:
+  """(line number, {column: value}) of each row of a CSV, TSV or JSONL file (blank lines
+  skipped); errors name `path:line`."""
+  kind = file_format(path, flag)
+  with open(path, encoding="utf-8-sig", newline="" if kind != "jsonl" else None) as f:
+    if kind == "jsonl":
+      for number, text in enumerate(f, 1):
+        if text.strip():
+          yield number, json_record(text, path, number)
+    else:
+      yield from delimited_records(f, path, kind)
 
 
-def _delimited(path: str, kind: str):
-  """(line number, {header: field}) of each row of a CSV or TSV file with a header."""
-  with open(path, encoding="utf-8-sig", newline="") as f:
-    reader = csv.reader(f, delimiter="\t" if kind == "tsv" else ",")
-    header = next(reader, None)
-    if header is None:
-      return
-    header_line = reader.line_num
-    for fields in reader:
-      line = reader.line_num     # the row's last physical line (a quoted field may span)
-      if not any(fields):
-        continue
-      if len(fields) != len(header):
-        raise ValueError(f"{path}:{line}: {len(fields)} fields, but the header (line "
+def json_record(text: str, path: str, number: int) -> dict:
+  """The object of one line of a .jsonl file; errors name `path:number`."""
+  try:
+    record = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}:{number}: not JSON ({e.msg}); a .jsonl file holds one JSON "
+                     "object per line") from None
+  if not isinstance(record, dict):
+    raise ValueError(f"{path}:{number}: a JSON {type(record).__name__}, not an object "
+                     "with named fields")
+  return record
+
+
+def delimited_records(f, path: str, kind: str, errors: bool = False
+                      ) -> Iterator[Tuple[int, dict]]:
+  """(line number, {header: field}) of each row of an open CSV or TSV file with a header;
+  `errors`: a malformed row gives (line number, its ValueError) and reading goes on."""
+  reader = csv.reader(f, delimiter="\t" if kind == "tsv" else ",")
+  header = next(reader, None)
+  if header is None:
+    return
+  header_line = reader.line_num
+  for fields in reader:
+    line = reader.line_num     # the row's last physical line (a quoted field may span)
+    if not any(fields):
+      continue
+    if len(fields) != len(header):
+      error = ValueError(f"{path}:{line}: {len(fields)} fields, but the header (line "
                          f"{header_line}) has {len(header)}: {', '.join(map(repr, header))}")
-      yield line, dict(zip(header, fields))
+      if not errors:
+        raise error
+      yield line, error
+      continue
+    yield line, dict(zip(header, fields))
 
 
 def _label(value, columns: Columns, kind: str, path: str, line: int) -> Label:
@@ -272,13 +285,23 @@ def answer(problem: Problem, logits, threshold: float = 0.5) -> Dict[str, object
   if problem.type == REGRESSION:
     return dict(score=float(logits[0]))
   if problem.type == MULTI:
-    p = 1 / (1 + np.exp(-logits))
-    return dict(labels=[name for name, value in zip(problem.labels, p) if value > threshold],
-                probabilities={name: float(value) for name, value in zip(problem.labels, p)})
+    return answer_of_probabilities(problem, 1 / (1 + np.exp(-logits)), threshold)
   p = np.exp(logits - logits.max())
-  p /= p.sum()
-  return dict(label=problem.labels[int(p.argmax())],
-              probabilities={name: float(value) for name, value in zip(problem.labels, p)})
+  return answer_of_probabilities(problem, p / p.sum(), threshold)
+
+
+def answer_of_probabilities(problem: Problem, probabilities, threshold: float = 0.5
+                            ) -> Dict[str, object]:
+  """`answer` from the probabilities [C] (softmax or sigmoids) or the score [1] a serving
+  export returns."""
+  p = np.asarray(probabilities, np.float64).reshape(-1)
+  if problem.type == REGRESSION:
+    return dict(score=float(p[0]))
+  named = {name: float(value) for name, value in zip(problem.labels, p)}
+  if problem.type == MULTI:
+    return dict(labels=[name for name, value in zip(problem.labels, p) if value > threshold],
+                probabilities=named)
+  return dict(label=problem.labels[int(p.argmax())], probabilities=named)
 
 
 def record(problem: Problem, columns: Columns) -> Dict[str, object]:

@@ -354,19 +354,28 @@ def _valid(meta: dict, start: int, end: int, max_answer_length: int) -> bool:
           and first <= last < first + max_answer_length)
 
 
-def _nbest(example: SquadExample, candidates, n_best_size: int, score_keys: Tuple[str, str]):
-  """Distinct answer texts of the best-scoring candidates (meta, start, end, s1, s2)."""
+def _nbest(example: SquadExample, candidates, n_best_size: int, score_keys: Tuple[str, str],
+           spans: Optional[Dict[str, Optional[Tuple[int, int]]]] = None):
+  """Distinct answer texts of the best-scoring candidates (meta, start, end, s1, s2);
+  `spans` gets the question's best answer as characters [start, end) of the context
+  (None for no answer)."""
   candidates.sort(key=lambda c: c[3] + c[4], reverse=True)
-  nbest, seen = [], set()
+  nbest, seen, best = [], set(), None
   for meta, start, end, s1, s2 in candidates:
     if len(nbest) >= n_best_size:
       break
     first, last = start - meta["doc_offset"], end - meta["doc_offset"]
-    text = span_text(example.context, meta["starts"], meta["ends"], first, last).strip()
+    raw = span_text(example.context, meta["starts"], meta["ends"], first, last)
+    text = raw.strip()
     if text in seen:
       continue
     seen.add(text)
+    if best is None:
+      begin = meta["starts"][first] + len(raw) - len(raw.lstrip())
+      best = (begin, begin + len(text))
     nbest.append({"text": text, score_keys[0]: float(s1), score_keys[1]: float(s2)})
+  if spans is not None:
+    spans[example.qas_id] = best
   if not nbest:
     nbest.append({"text": "", score_keys[0]: 0.0, score_keys[1]: 0.0})
   for entry, p in zip(nbest, _softmax([e[score_keys[0]] + e[score_keys[1]] for e in nbest])):
@@ -383,11 +392,13 @@ def _by_example(metadata: Sequence[dict], results: Dict[int, dict]):
 
 
 def predictions_v1(examples: Sequence[SquadExample], metadata: Sequence[dict],
-                   results: Dict[int, dict], n_best_size: int, max_answer_length: int):
+                   results: Dict[int, dict], n_best_size: int, max_answer_length: int,
+                   spans: Optional[dict] = None):
   """predictions.json and nbest_predictions.json contents for the v1.1 head.
 
   Args:
     results: unique_id -> {"start_logits": [S], "end_logits": [S]}.
+    spans: if given, gets qid -> the best answer's characters (start, end), or None.
 
   Returns:
     (qid -> text, qid -> n-best list of {text, probability, start_logit, end_logit}).
@@ -405,14 +416,14 @@ def predictions_v1(examples: Sequence[SquadExample], metadata: Sequence[dict],
           if _valid(meta, int(s), int(e), max_answer_length):
             candidates.append((meta, int(s), int(e), start_logits[s], end_logits[e]))
     nbest[example.qas_id] = _nbest(example, candidates, n_best_size,
-                                   ("start_logit", "end_logit"))
+                                   ("start_logit", "end_logit"), spans)
     predictions[example.qas_id] = nbest[example.qas_id][0]["text"]
   return predictions, nbest
 
 
 def predictions_v2(examples: Sequence[SquadExample], metadata: Sequence[dict],
                    results: Dict[int, dict], n_best_size: int, max_answer_length: int,
-                   null_score_diff_threshold: float):
+                   null_score_diff_threshold: float, spans: Optional[dict] = None):
   """predictions.json, nbest_predictions.json and null_odds.json for the v2.0 head.
 
   The null score of a question is its smallest answer-class logit over its
@@ -422,6 +433,7 @@ def predictions_v2(examples: Sequence[SquadExample], metadata: Sequence[dict],
   Args:
     results: unique_id -> {start_top_log_probs [K], start_top_index [K],
       end_top_log_probs [K*E], end_top_index [K*E], cls_logits (scalar)}.
+    spans: if given, gets qid -> the best span's characters (start, end), or None.
 
   Returns:
     (qid -> text, qid -> n-best list, qid -> null score).
@@ -443,7 +455,7 @@ def predictions_v2(examples: Sequence[SquadExample], metadata: Sequence[dict],
             candidates.append((meta, s, e, result["start_top_log_probs"][i],
                                result["end_top_log_probs"][i * end_n_top + j]))
     nbest[example.qas_id] = _nbest(example, candidates, n_best_size,
-                                   ("start_log_prob", "end_log_prob"))
+                                   ("start_log_prob", "end_log_prob"), spans)
     null_odds[example.qas_id] = score_null if score_null is not None else 0.0
     predictions[example.qas_id] = ("" if null_odds[example.qas_id] > null_score_diff_threshold
                                    else nbest[example.qas_id][0]["text"])

@@ -13,6 +13,7 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
 
+from albert_tf.data import own
 from albert_tf.export.loading import EXPORT_RECORD
 from albert_tf.export.tf_hub import attach_vocabulary, atomic_export
 from albert_tf.modeling.layers.dropout import random_generators
@@ -35,9 +36,13 @@ class _ServingClassifier(tf.Module):
     self.model_variables = list(model.variables)
     self.random_generators = random_generators(model)
     self.text_tokenizers = tokenizer.text_tokenizers
-    self._logits = lambda segments: model(pack_segments(
-        [tokenizer(s) for s in segments], seq_length, tokenizer.cls_id, tokenizer.sep_id,
-        tokenizer.pad_id), training=False)
+    def logits(segments):
+      packed = pack_segments([tokenizer(s) for s in segments], seq_length, tokenizer.cls_id,
+                             tokenizer.sep_id, tokenizer.pad_id)              # [B, seq_length]
+      # Cut to the batch's longest: a batch of short texts does not pay for seq_length.
+      width = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], 1)), 1)
+      return model({k: v[:, :width] for k, v in packed.items()}, training=False)  # [B, C]
+    self._logits = logits
     self._threshold, self._labels = threshold, labels
     self._multi_label_threshold = multi_label_threshold
 
@@ -76,8 +81,9 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
   classifier (`multi_label_threshold`) returns sigmoid `probabilities` [B, C],
   `label_mask` [B, C] (over the threshold) and `labels` [B, C] (the label's name where
   chosen, else ""). Loading
-  it needs `import tensorflow_text`. `record` (what the export was made from)
-  is written beside saved_model.pb as albert_tf_export.json.
+  it needs `import tensorflow_text`. albert_tf_export.json, beside saved_model.pb, says
+  what it is (problem type, labels, inputs: what `albert_tf.Predictor` reads back) and
+  what it was made from (`record`).
   """
   export_path = os.path.abspath(export_path)
   with atomic_export(export_path, overwrite) as (saved, staging):
@@ -93,7 +99,12 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     else:
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
                                   input_signature=[spec("sentence1")], autograph=False)
-    save_serving(root, saved, staging, tokenizer, dict(kind="classifier", **(record or {})))
+    problem = (own.REGRESSION if labels is None else own.MULTI
+               if multi_label_threshold is not None else own.SINGLE)
+    save_serving(root, saved, staging, tokenizer, dict(
+        kind="classifier", problem_type=problem, labels=list(labels or []),
+        inputs=["sentence1", "sentence2"] if pairs else ["sentence1"], seq_length=seq_length,
+        multi_label_threshold=multi_label_threshold, **(record or {})))
   logging.info("Exported the classifier SavedModel to %s", export_path)
   return export_path
 

@@ -8,6 +8,7 @@ split and, since RACE's test answers are public, `test_results.txt`.
 """
 
 import dataclasses
+import json
 import os
 from typing import Dict, List, Optional
 
@@ -16,7 +17,7 @@ import tensorflow as tf
 
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import race
-from albert_tf.files import write_json, write_results
+from albert_tf.files import atomic_open, write_json, write_results
 from albert_tf.modeling.models import AlbertMultipleChoice
 from albert_tf.tasks.base import FinetuningOptions, FinetuningTask
 
@@ -172,6 +173,14 @@ class RaceRun(FinetuningTask):
       predictions = {e.qas_id: race.LETTERS[int(i)] for e, i in zip(examples, logits.argmax(-1))}
       path = os.path.join(opts.output_dir, "predictions.json")
       write_json(path, predictions, indent=2)
+      # Each question's choice and the probability of every option (what predict.py gives).
+      p = np.exp(logits.astype(np.float64) - logits.max(-1, keepdims=True))
+      p /= p.sum(-1, keepdims=True)
+      with atomic_open(os.path.join(opts.output_dir, "test_predictions.jsonl"),
+                       encoding="utf-8") as f:
+        for e, row in zip(examples, p):
+          f.write(json.dumps(dict(id=e.qas_id, choice=int(row.argmax()),
+                                  probabilities=[float(x) for x in row])) + "\n")
       results["test"] = accuracy_by_level(examples, logits)
       write_results(os.path.join(opts.output_dir, "test_results.txt"),
                     dict(checkpoint=checkpoint, **results["test"]))

@@ -1,0 +1,353 @@
+"""predict.py --runner=...: a trained run's answers for a corpus, on Apache Beam.
+
+    input file -> byte chunks (line-aligned; a CSV/TSV file is one chunk)
+               -> rows counted per chunk (each row's index = the rows before it)
+               -> each row read and checked; a bad one -> errors
+               -> RunInference(KeyedModelHandler(AlbertModelHandler)), keyed by index,
+                  batches bounded by pieces; a failed batch -> errors
+               -> answers grouped into contiguous shards by index, each sorted, written
+    <output>-SSSSS-of-NNNNN.jsonl and <output>-errors.jsonl (index, line, reason)
+
+`AlbertModelHandler` loads the model as `albert_tf.Predictor` does: a serving export (made
+in the run directory on first use, for classifiers and taggers) with `tf.saved_model.load`
+after importing tensorflow_text, which Beam's own TFModelHandlerTensor cannot do on
+TensorFlow 2.16+ (it calls `tf.keras.models.load_model`); a SQuAD or RACE run from its
+checkpoint. Each worker sorts its batch by length and runs it `--batch_size` at a time, as
+the local path does, so the answers are the local path's. Files are read and written
+through Beam's FileSystems (gs://, s3://, hdfs://, local).
+"""
+
+import dataclasses
+import io
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, PredictionResult,
+                                            RunInference)
+
+from albert_tf import runs
+from albert_tf.data import own
+from albert_tf.predictor import Predictor, answer_line
+
+CHUNK_BYTES = 16 << 20
+SERVING = "serving"      # a classifier's or tagger's serving export, in its run directory
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+  """Bytes [start, end) of the input: the rows whose first byte lies there."""
+  index: int
+  path: str
+  kind: str              # txt, jsonl, csv or tsv
+  start: int
+  end: int
+
+
+def plan_chunks(path: str, kind: str, chunk_bytes: int = CHUNK_BYTES) -> List[Chunk]:
+  """The input's chunks: line-aligned byte ranges; a CSV or TSV file (whose quoted fields
+  may span lines) is one chunk."""
+  size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+  if kind in ("csv", "tsv"):
+    return [Chunk(0, path, kind, 0, size)]
+  return [Chunk(i, path, kind, start, min(size, start + chunk_bytes))
+          for i, start in enumerate(range(0, max(size, 1), chunk_bytes))]
+
+
+def chunk_lines(chunk: Chunk):
+  """(line number within the chunk, from 0; raw line) of each line starting in the chunk."""
+  with FileSystems.open(chunk.path, compression_type="uncompressed") as f:
+    offset = chunk.start
+    if offset > 0:                       # a line that starts before the chunk is not its own
+      f.seek(offset - 1)
+      offset += len(f.readline()) - 1
+    number = 0
+    while offset < chunk.end:
+      raw = f.readline()
+      if not raw:
+        break
+      yield number, raw
+      offset += len(raw)
+      number += 1
+
+
+def _is_row(kind: str, raw: bytes) -> bool:
+  return kind == "txt" or bool(raw.strip())     # a .jsonl file's blank lines are not rows
+
+
+def count_chunk(chunk: Chunk) -> Tuple[int, Tuple[int, int]]:
+  """(chunk index, (its rows, its lines)); a CSV/TSV chunk counts when it is read."""
+  rows = lines = 0
+  if chunk.kind in ("txt", "jsonl"):
+    for _, raw in chunk_lines(chunk):
+      lines += 1
+      rows += _is_row(chunk.kind, raw)
+  return chunk.index, (rows, lines)
+
+
+class ReadRows(beam.DoFn):
+  """A chunk -> its good rows in batches, (first index, [(index, example), ...]); each bad
+  row's (index, line, reason) to the `errors` output, the chunk's row count to `seen`.
+
+  An example holds its fields, id, line and pieces. A chunk's rows are sorted by pieces
+  and cut into batches of at most `batch_size` rows and `max_batch_tokens` padded pieces:
+  batches made here, from the chunk alone, are the same on every run, and so are the
+  answers (TensorFlow's sums differ in their last bits with a batch's shape: 3.6e-7 apart
+  between batches of 2 and 64 rows), which Beam's own timing-driven batching would not
+  give.
+  """
+
+  def __init__(self, model: str, columns: Sequence[str], id_column: Optional[str],
+               batch_size: int, max_batch_tokens: int):
+    super().__init__()
+    self.model, self.columns, self.id_column = model, list(columns), id_column
+    self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
+    self.reader = None
+
+  def setup(self):
+    self.reader = Predictor.load(self.model, load_model=False)
+
+  def process(self, chunk: Chunk, counts: Dict[int, Tuple[int, int]]):
+    row_base = sum(counts[i][0] for i in range(chunk.index))
+    line_base = sum(counts[i][1] for i in range(chunk.index))
+    good, seen = [], 0
+    for offset, (line, record) in enumerate(self._records(chunk, line_base)):
+      index, where, seen = row_base + offset, f"{chunk.path}:{line}: ", seen + 1
+      try:
+        if isinstance(record, Exception):
+          raise record
+        if chunk.kind == "txt":
+          values, row_id = self.reader.example([record], where), None
+        else:
+          values, row_id = self.reader.row(record, self.columns, self.id_column, where)
+      except ValueError as e:
+        yield beam.pvalue.TaggedOutput("errors", (index, line, str(e).splitlines()[0]))
+        continue
+      good.append((index, dict(values=values, id=row_id, line=line,
+                               tokens=self.reader.tokens(values))))
+    yield beam.pvalue.TaggedOutput("seen", seen)
+    yield from batches(good, self.batch_size, self.max_batch_tokens)
+
+  def _records(self, chunk: Chunk, line_base: int):
+    """(line number, record, or the ValueError of a row that cannot be read) of each row."""
+    if chunk.kind in ("csv", "tsv"):
+      with FileSystems.open(chunk.path, compression_type="uncompressed") as f:
+        yield from own.delimited_records(io.TextIOWrapper(f, encoding="utf-8-sig", newline=""),
+                                         chunk.path, chunk.kind, errors=True)
+      return
+    for number, raw in chunk_lines(chunk):
+      if not _is_row(chunk.kind, raw):
+        continue
+      line = line_base + number + 1
+      text = raw.decode("utf-8-sig" if chunk.start == 0 and number == 0 else "utf-8")
+      if chunk.kind == "txt":
+        yield line, text.rstrip("\r\n")
+        continue
+      try:
+        yield line, own.json_record(text, chunk.path, line)
+      except ValueError as e:
+        yield line, e
+
+
+def batches(rows: List[Tuple[int, dict]], batch_size: int, max_tokens: int):
+  """(first index, rows) of batches of `rows` sorted by pieces: at most `batch_size` rows,
+  and at most `max_tokens` pieces once padded to the longest (one row at least)."""
+  batch: List[Tuple[int, dict]] = []
+  for row in sorted(rows, key=lambda r: (r[1]["tokens"], r[0])):
+    if batch and (len(batch) == batch_size
+                  or (len(batch) + 1) * row[1]["tokens"] > max_tokens):
+      yield batch[0][0], batch
+      batch = []
+    batch.append(row)
+  if batch:
+    yield batch[0][0], batch
+
+
+class AlbertModelHandler(ModelHandler):
+  """RunInference's handler of an albert_tf model (a serving export or a run): loads it as
+  `albert_tf.Predictor` does; each element is a batch made by `ReadRows` (RunInference's
+  own batching only groups whole batches). A row whose answer fails is answered with its
+  error, and the rest of its batch complete."""
+
+  def __init__(self, model: str, settings: dict):
+    super().__init__()
+    self.model, self.settings = model, dict(settings)
+
+  def load_model(self) -> Predictor:
+    return Predictor.load(self.model, **self.settings)
+
+  def run_inference(self, batch, model: Predictor, inference_args=None
+                    ) -> List[PredictionResult]:
+    return [PredictionResult(rows, _answers(model, [e["values"] for _, e in rows]))
+            for rows in batch]
+
+  def batch_elements_kwargs(self):
+    return dict(min_batch_size=1, max_batch_size=1)    # an element is a batch already
+
+
+def _answers(model: Predictor, examples: List[list]) -> List[dict]:
+  """The answers of a batch; if it fails, of each row alone (a failing one: {"error"})."""
+  try:
+    return model.predict(examples)
+  except Exception:  # pylint: disable=broad-except
+    answers = []
+    for example in examples:
+      try:
+        answers.append(model.predict([example])[0])
+      except Exception as e:  # pylint: disable=broad-except
+        answers.append({"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
+    return answers
+
+
+def _lines(item, num_shards: int, total: int):
+  """(shard, (index, output line)) of each answered row of a batch, or ("errors", (index,
+  line, reason)) of one whose answer failed; shards hold contiguous indices."""
+  _, result = item
+  for (index, example), answer in zip(result.example, result.inference):
+    if "error" in answer:
+      yield beam.pvalue.TaggedOutput("errors", (index, example["line"], answer["error"]))
+    else:
+      yield (index * num_shards // max(total, 1),
+             (index, answer_line(index, example["id"], answer)))
+
+
+def _failed_rows(failure):
+  """(index, line, reason) of each row of a batch whose inference failed."""
+  batch, error = failure     # error: (exception type, its repr, traceback lines)
+  kind, text = (error[0].__name__, error[1]) if isinstance(error, tuple) else (
+      type(error).__name__, repr(error))
+  reason = f"{kind}: {text.splitlines()[0] if text else ''}"
+  for _, rows in batch:
+    for index, example in rows:
+      yield index, example["line"], reason
+
+
+def _shard_lines(item, prefix: str, num_shards: int) -> str:
+  """Writes one shard, its lines sorted by index; returns its name."""
+  shard, grouped = item
+  name = f"{prefix}-{shard:05d}-of-{num_shards:05d}.jsonl"
+  _write(name, [line for _, line in sorted(grouped["lines"])])
+  return name
+
+
+def _write(name: str, lines: Sequence[str]) -> None:
+  """`lines` into `name`, which appears whole (written beside it, then renamed)."""
+  staging = name + ".inprogress"
+  with FileSystems.create(staging) as f:
+    for line in lines:
+      f.write(line.encode("utf-8"))
+  if FileSystems.exists(name):
+    FileSystems.delete([name])
+  FileSystems.rename([staging], [name])
+
+
+def outputs(output_file: str, num_shards: int) -> Tuple[str, List[str], str]:
+  """(prefix, shard names, errors file) of --output_file."""
+  prefix = output_file[:-len(".jsonl")] if output_file.endswith(".jsonl") else output_file
+  return (prefix, [f"{prefix}-{i:05d}-of-{num_shards:05d}.jsonl" for i in range(num_shards)],
+          f"{prefix}-errors.jsonl")
+
+
+def serving_model(model: str) -> str:
+  """What the workers load: a serving export as given; a classifier's or tagger's run
+  directory's serving export (`<run>/serving`, exported now unless it holds the run's
+  best weights already); a SQuAD or RACE run itself."""
+  if not runs.Run.exists(model):
+    return model
+  run = runs.Run.read(model, "--model", kinds=["classification", "token_classification",
+                                                 "question_answering", "multiple_choice"])
+  if run.kind.name not in ("classification", "token_classification"):
+    return run.path
+  from albert_tf.export.loading import export_record  # pylint: disable=g-import-not-at-top
+  from albert_tf.files import fingerprint  # pylint: disable=g-import-not-at-top
+  checkpoint = run.checkpoint
+  weights = fingerprint(checkpoint, files=[checkpoint + ".index"])
+  path = os.path.join(run.path, SERVING)
+  if (export_record(path) or {}).get("weights") == weights:
+    return path
+  print(f"Exporting {checkpoint} to {path} for the workers (once; kept for later runs)")
+  model_ = run.model()
+  tokenizer, record = run.tokenizer(), dict(output_dir=run.path, weights=weights)
+  if run.kind.name == "token_classification":
+    from albert_tf.export.tagger import export_tagger  # pylint: disable=g-import-not-at-top
+    export_tagger(model_, path, tokenizer, run.max_seq_length, run.record["doc_stride"],
+                  run.labels, run.record["tag_scheme"], run.record["per_character"],
+                  overwrite=True, record=record)
+  else:
+    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
+    problem = run.problem_type or own.SINGLE
+    export_classifier(model_, path, tokenizer, run.max_seq_length,
+                      None if problem == own.REGRESSION else tuple(run.labels),
+                      pairs=len(run.text_fields) == 2, overwrite=True, record=record,
+                      multi_label_threshold=0.5 if problem == own.MULTI else None)
+  return path
+
+
+def run(opts) -> Dict[str, object]:
+  """predict.py with --runner: `opts` are its PredictOptions."""
+  import time  # pylint: disable=g-import-not-at-top
+  prefix, shards, errors_file = outputs(opts.output_file, opts.num_shards)
+  existing = [n for n in shards + [errors_file] if FileSystems.exists(n)]
+  if existing:
+    raise FileExistsError(f"--output_file: {', '.join(existing)} exist(s); nothing was "
+                          "written (choose a new --output_file)")
+  if not FileSystems.exists(opts.input_file):
+    raise FileNotFoundError(f"--input_file={opts.input_file} not found")
+  kind = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
+      opts.input_file, "--input_file")
+  if opts.runtime != "tensorflow" or opts.dtype != "float32":
+    raise ValueError("--runner runs the serving export (TensorFlow, float32): --runtime and "
+                     "--dtype are the local path's")
+  model = serving_model(opts.model)
+  reader = Predictor.load(model, load_model=False)
+  columns = reader.columns(opts.text_columns)
+  if kind == "txt" and len(columns) != 1:
+    raise ValueError(f"--input_file={opts.input_file}: a .txt file holds one text per line, "
+                     f"but this run reads {len(columns)} fields ({', '.join(columns)})")
+  chunks = plan_chunks(opts.input_file, kind)
+  settings = dict(dataclasses.asdict(opts.settings))
+  handler = KeyedModelHandler(AlbertModelHandler(model, settings))
+  num_shards = opts.num_shards
+  started = time.time()
+  with beam.Pipeline(options=opts.pipeline_options()) as p:
+    planned = p | "Chunks" >> beam.Create(chunks)
+    counts = planned | "Count" >> beam.Map(count_chunk)
+    read = (planned
+            | "Spread" >> beam.Reshuffle()
+            | "Read" >> beam.ParDo(ReadRows(model, columns, opts.id_column, opts.batch_size,
+                                            opts.max_batch_tokens),
+                                   counts=beam.pvalue.AsDict(counts)
+                                   ).with_outputs("errors", "seen", main="batches"))
+    total = read.seen | "Rows" >> beam.CombineGlobally(sum)
+    answered, failed = (read.batches
+                        | "Balance" >> beam.Reshuffle()
+                        | "Answer" >> RunInference(handler).with_exception_handling())
+    answers = answered | "Lines" >> beam.FlatMap(
+        _lines, num_shards, beam.pvalue.AsSingleton(total)).with_outputs("errors", main="lines")
+    sharded = answers.lines
+    every = p | "Shards" >> beam.Create([(k, None) for k in range(num_shards)])
+    ({"lines": sharded, "shard": every}
+     | "Group" >> beam.CoGroupByKey()
+     | "Write" >> beam.Map(_shard_lines, prefix, num_shards))
+    bad_batches = failed.failed_inferences | "Failed" >> beam.FlatMap(_failed_rows)
+    once = p | "Once" >> beam.Create([(0, None)])
+    bad = ((read.errors, answers.errors, bad_batches)
+           | "Errors" >> beam.Flatten()
+           | "Key" >> beam.Map(lambda error: (0, error)))
+    ({"errors": bad, "once": once}
+     | "AllErrors" >> beam.CoGroupByKey()
+     | "WriteErrors" >> beam.Map(lambda item: _write(errors_file, [
+         json.dumps(dict(index=i, line=line, reason=reason), ensure_ascii=False) + "\n"
+         for i, line, reason in sorted(item[1]["errors"])])))
+  seconds = time.time() - started
+  with FileSystems.open(errors_file) as f:
+    errors = sum(1 for _ in f)
+  written = 0
+  for name in shards:
+    with FileSystems.open(name) as f:
+      written += sum(1 for _ in f)
+  print(f"Wrote {written} answers to {prefix}-*-of-{num_shards:05d}.jsonl and {errors} "
+        f"errors to {errors_file} ({written / seconds:.1f} rows/s)")
+  return dict(rows=written, errors=errors, seconds=seconds, rows_per_second=written / seconds)

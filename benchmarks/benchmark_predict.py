@@ -1,0 +1,231 @@
+"""Rows per second of predictions on new text: predict.py's runtimes and dtypes, its Beam
+pipeline, and transformers beside them.
+
+  python benchmarks/benchmark_predict.py                   # 2,000 texts, ALBERT-base, 2 rounds
+  python benchmarks/benchmark_predict.py --texts=200 --preset=tiny       # a check that it runs
+
+Needs the optional peers for their rows: `pip install -e '.[bench]'` (torch CPU,
+transformers, onnxruntime); without them only albert_tf's rows run.
+
+The texts: --texts sentences of the pydoc topics, joined to lengths drawn log-uniformly
+between 5 and 300 SentencePiece pieces. The model: an ALBERT-base-shaped single-label
+classifier (random weights, a 30,000-piece vocabulary), a run directory as run_classifier.py
+leaves it, at --max_seq_length=512. Every row is its own process, the rows alternate
+round by round (machine noise hits each alike), and a row's figure is the median over
+rounds of rows per second of the answering alone (model loading apart; the Beam row is the
+whole pipeline, its workers' model loading included):
+
+  tensorflow/float32, tensorflow/bfloat16, onnxruntime/float32, onnxruntime/int8
+               predict.py --runtime --dtype --quantization (batches sorted by length)
+  beam         predict.py --runner=DirectRunner --direct_num_workers=1 (in-process)
+  hf_pipeline  transformers' pipeline("text-classification", batch_size=--batch_size) on
+               torch, over the run converted by convert_checkpoint.py --output_format=hf
+  hf_onnx      onnxruntime on that transformers model exported by torch.onnx (dynamic
+               batch and length), given the same length-sorted batches, tokenized by
+               transformers' tokenizer
+
+Agreement is the share of texts whose label equals float32 TensorFlow's; the goal (issue
+63) is for albert_tf's fastest setting at agreement >= 0.99: >= 1.3x hf_pipeline, >= 1.0x
+hf_onnx, and the Beam row >= 0.7x the local path.
+"""
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+import benchmarking  # pylint: disable=g-bad-import-order
+
+flags.DEFINE_integer("texts", 2000, "Texts to answer.")
+flags.DEFINE_integer("batch_size", 32, "Rows per batch.")
+flags.DEFINE_integer("rounds", 2, "Processes per row (alternating).")
+flags.DEFINE_enum("preset", "base", ["base", "small", "tiny"], "The model's shape.")
+flags.DEFINE_list("rows", ["tensorflow/float32", "tensorflow/bfloat16", "onnxruntime/float32",
+                           "onnxruntime/int8", "beam", "hf_pipeline", "hf_onnx"],
+                  "The rows to measure.")
+flags.DEFINE_string("child", None, "(internal) the row this process measures.")
+flags.DEFINE_string("work_dir", None, "(internal) the prepared run, texts and peers.")
+FLAGS = flags.FLAGS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LABELS = ["negative", "positive"]
+
+
+def prepare(work: str) -> None:
+  """The run directory, the texts (.txt and .jsonl) and the Hugging Face directory."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertClassifier, AlbertEncoder, runs  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import own, sample_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
+  corpus = sample_corpus.write_pydoc_corpus(os.path.join(work, "pydoc.txt"))
+  spm = vocab.train_vocab(corpus, os.path.join(work, "pydoc"), vocab_size=2000)
+  config = benchmarking.preset_config(FLAGS.preset)
+  if FLAGS.preset == "base":
+    benchmarking.pad_vocabulary(spm, config.vocab_size)
+  else:
+    config = type(config).from_dict(dict(config.to_dict(), vocab_size=2000))
+  keras.utils.set_random_seed(0)
+  model = AlbertClassifier(AlbertEncoder(config), 2)
+  model({k: np.zeros([1, 4], np.int32) for k in ("input_word_ids", "input_mask",
+                                                   "input_type_ids")})
+  rng = np.random.default_rng(0)   # a head whose answers are not ties
+  model.classifier.output_weights.assign(rng.normal(0, 1, model.classifier.output_weights.shape))
+  runs.write_run(os.path.join(work, "run"), dict(
+      task="classification", model=config.to_dict(), hub=None, spm_model_file=spm,
+      do_lower_case=True, max_seq_length=512, problem_type=own.SINGLE, labels=LABELS,
+      text_columns=["text"]), model)
+  tokenizer = FullTokenizer(spm_model_file=spm)
+  words = " ".join(s.strip() for s in open(corpus, encoding="utf-8")).split()
+  texts, lengths = [], []
+  for _ in range(FLAGS.texts):
+    want = int(round(math.exp(rng.uniform(math.log(5), math.log(300)))))
+    start, end = int(rng.integers(len(words) - 400)), 1
+    while len(tokenizer.tokenize(" ".join(words[start:start + end]))) < want:
+      end += 1                                        # the fewest words of `want` pieces
+    texts.append(" ".join(words[start:start + end]))
+    lengths.append(len(tokenizer.tokenize(texts[-1])))
+  with open(os.path.join(work, "texts.txt"), "w", encoding="utf-8") as f:
+    f.write("".join(t + "\n" for t in texts))
+  with open(os.path.join(work, "texts.jsonl"), "w", encoding="utf-8") as f:
+    f.write("".join(json.dumps(dict(text=t)) + "\n" for t in texts))
+  print(f"{len(texts)} texts, pieces: median {statistics.median(lengths):.0f}, "
+        f"min {min(lengths)}, max {max(lengths)}, total {sum(lengths)}")
+  try:
+    from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
+    convert.run(convert.ConvertOptions(model=os.path.join(work, "run"), output_format="hf",
+                                       output_dir=os.path.join(work, "hf")))
+  except Exception as e:  # pylint: disable=broad-except
+    print(f"(no Hugging Face directory: {e})")
+
+
+def texts_of(work):
+  with open(os.path.join(work, "texts.txt"), encoding="utf-8") as f:
+    return [line.rstrip("\n") for line in f]
+
+
+def child(row: str, work: str) -> dict:
+  """Measures one row in this process: rows per second and the labels."""
+  texts = texts_of(work)
+  if row == "beam":
+    from albert_tf.commands import predict  # pylint: disable=g-import-not-at-top
+    out = tempfile.mkdtemp(prefix="beam_", dir=work)
+    result = predict.run(predict.PredictOptions(
+        model=os.path.join(work, "run"), input_file=os.path.join(work, "texts.jsonl"),
+        output_file=os.path.join(out, "answers.jsonl"), batch_size=FLAGS.batch_size,
+        runner="DirectRunner", direct_num_workers=1, progress=False))
+    answers = [json.loads(line) for line in open(os.path.join(out, "answers-00000-of-00001.jsonl"))]
+    return dict(rows_per_second=result["rows_per_second"], labels=[a["label"] for a in answers])
+  if row.startswith(("tensorflow", "onnxruntime")):
+    from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
+    runtime, kind = row.split("/")
+    options = dict(runtime=runtime)
+    if kind == "bfloat16":
+      options["dtype"] = "bfloat16"
+    if kind == "int8":
+      options["quantization"] = "dynamic_int8"
+    predictor = Predictor.load(os.path.join(work, "run"), FLAGS.batch_size, **options)
+    predictor.predict(texts[:FLAGS.batch_size])                  # (the first traces)
+    start = time.perf_counter()
+    answers = predictor.predict(texts)
+    seconds = time.perf_counter() - start
+    return dict(rows_per_second=len(texts) / seconds, labels=[a["label"] for a in answers])
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  hf = os.path.join(work, "hf")
+  tokenizer = transformers.AutoTokenizer.from_pretrained(hf)
+  if row == "hf_pipeline":
+    pipe = transformers.pipeline("text-classification", model=hf, tokenizer=tokenizer,
+                                 device="cpu", batch_size=FLAGS.batch_size)
+    pipe(texts[:FLAGS.batch_size])
+    start = time.perf_counter()
+    answers = pipe(texts)
+    seconds = time.perf_counter() - start
+    names = {f"LABEL_{i}": name for i, name in enumerate(LABELS)}
+    return dict(rows_per_second=len(texts) / seconds,
+                labels=[names.get(a["label"], a["label"]) for a in answers])
+  # hf_onnx: the transformers model through torch.onnx, under onnxruntime.
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  path = os.path.join(work, "hf.onnx")
+  if not os.path.exists(path):
+    model = transformers.AlbertForSequenceClassification.from_pretrained(hf).eval()
+    sample = tokenizer(["a text", "another text here"], padding=True, return_tensors="pt",
+                       return_token_type_ids=True)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    with torch.no_grad():
+      torch.onnx.export(model, tuple(sample[n] for n in names), path, input_names=names,
+                        output_names=["logits"], dynamic_axes=dict(axes, logits={0: "batch"}),
+                        opset_version=17, dynamo=False)
+  options = onnxruntime.SessionOptions()
+  options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+  session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+  wanted = [i.name for i in session.get_inputs()]
+
+  def answer(batch_texts):
+    encoded = tokenizer(batch_texts, padding=True, truncation=True, max_length=512,
+                        return_tensors="np", return_token_type_ids=True)
+    return session.run(["logits"], {n: encoded[n].astype(np.int64) for n in wanted})[0]
+
+  answer(texts[:FLAGS.batch_size])
+  start = time.perf_counter()
+  lengths = [len(t) for t in texts]
+  order = np.argsort(lengths, kind="stable")
+  logits = np.zeros((len(texts), 2), np.float32)
+  for i in range(0, len(order), FLAGS.batch_size):
+    rows = order[i:i + FLAGS.batch_size]
+    logits[rows] = answer([texts[r] for r in rows])
+  seconds = time.perf_counter() - start
+  return dict(rows_per_second=len(texts) / seconds,
+              labels=[LABELS[int(i)] for i in logits.argmax(-1)])
+
+
+def main(argv):
+  del argv
+  if FLAGS.child:
+    result = child(FLAGS.child, FLAGS.work_dir)
+    print("RESULT " + json.dumps(result))
+    return
+  work = tempfile.mkdtemp(prefix="benchmark_predict_")
+  prepare(work)
+  results = {row: [] for row in FLAGS.rows}
+  labels = {}
+  for round_ in range(FLAGS.rounds):
+    for row in FLAGS.rows:
+      command = [sys.executable, os.path.abspath(__file__), f"--child={row}",
+                 f"--work_dir={work}", f"--texts={FLAGS.texts}", f"--batch_size={FLAGS.batch_size}",
+                 f"--preset={FLAGS.preset}"]
+      done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+      found = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+      if done.returncode or not found:
+        print(f"{row}: failed\n{done.stderr[-2000:]}")
+        continue
+      result = json.loads(found[0][len("RESULT "):])
+      results[row].append(result["rows_per_second"])
+      labels[row] = result["labels"]
+      print(f"round {round_ + 1} {row}: {result['rows_per_second']:.2f} rows/s", flush=True)
+  reference = labels.get("tensorflow/float32")
+  base = {name: statistics.median(v) for name, v in results.items() if v}
+  print(f"\n{'row':<22} {'rows/s':>8} {'x hf_pipeline':>14} {'x hf_onnx':>10} {'agreement':>10}")
+  for name, value in base.items():
+    agree = (sum(a == b for a, b in zip(labels[name], reference)) / len(reference)
+             if reference else float("nan"))
+    ratio = lambda peer: f"{value / base[peer]:.2f}" if peer in base else "-"
+    print(f"{name:<22} {value:8.2f} {ratio('hf_pipeline'):>14} {ratio('hf_onnx'):>10} "
+          f"{agree:10.3f}")
+  local = max((v for k, v in base.items() if k.startswith(("tensorflow", "onnxruntime"))),
+              default=None)
+  if local and "beam" in base:
+    print(f"beam / fastest local: {base['beam'] / local:.2f}")
+
+
+if __name__ == "__main__":
+  app.run(main)
