@@ -11,8 +11,8 @@
 `AlbertModelHandler` loads the model as `albert_tf.Predictor` does: a serving export (made
 in the run directory on first use, for classifiers and taggers) with `tf.saved_model.load`
 after importing tensorflow_text, which Beam's own TFModelHandlerTensor cannot do on
-TensorFlow 2.16+ (it calls `tf.keras.models.load_model`); a SQuAD or RACE run from its
-checkpoint. Each worker sorts its batch by length and runs it `--batch_size` at a time, as
+TensorFlow 2.16+ (it calls `tf.keras.models.load_model`); a SQuAD or RACE run, or any run
+with --runtime=onnxruntime or --dtype=bfloat16, from the run directory itself. Each worker sorts its batch by length and runs it `--batch_size` at a time, as
 the local path does, so the answers are the local path's. Files are read and written
 through Beam's FileSystems (gs://, s3://, hdfs://, local).
 """
@@ -30,7 +30,7 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
 
 from albert_tf import runs
 from albert_tf.data import own
-from albert_tf.predictor import Predictor, answer_line
+from albert_tf.predictor import Predictor, answer_line, onnx_file
 
 CHUNK_BYTES = 16 << 20
 SERVING = "serving"      # a classifier's or tagger's serving export, in its run directory
@@ -94,7 +94,7 @@ class ReadRows(beam.DoFn):
   An example holds its fields, id, line and pieces. A chunk's rows are sorted by pieces
   and cut into batches of at most `batch_size` rows and `max_batch_tokens` padded pieces:
   batches made here, from the chunk alone, are the same on every run, and so are the
-  answers (TensorFlow's sums differ in their last bits with a batch's shape: 3.6e-7 apart
+  answers (TensorFlow's sums differ in their last bits with a batch's shape, about 1e-7
   between batches of 2 and 64 rows), which Beam's own timing-driven batching would not
   give.
   """
@@ -297,17 +297,23 @@ def run(opts) -> Dict[str, object]:
     raise FileNotFoundError(f"--input_file={opts.input_file} not found")
   kind = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
       opts.input_file, "--input_file")
-  if opts.runtime != "tensorflow" or opts.dtype != "float32":
-    raise ValueError("--runner runs the serving export (TensorFlow, float32): --runtime and "
-                     "--dtype are the local path's")
-  model = serving_model(opts.model)
-  reader = Predictor.load(model, load_model=False)
+  choices = dict(runtime=opts.runtime, dtype=opts.dtype, quantization=opts.quantization)
+  if opts.runtime == "tensorflow" and opts.dtype == "float32":
+    model = serving_model(opts.model)
+  else:     # the workers read the run itself; its ONNX export, if any, is made here once
+    if not runs.Run.exists(opts.model):
+      raise ValueError(f"--model={opts.model}: --runtime and --dtype need a run directory "
+                       "(a serving export runs as it was saved)")
+    model = opts.model
+    if opts.runtime == "onnxruntime":
+      onnx_file(runs.Run.read(model, "--model"), opts.quantization)
+  reader = Predictor.load(model, load_model=False, **choices)
   columns = reader.columns(opts.text_columns)
   if kind == "txt" and len(columns) != 1:
     raise ValueError(f"--input_file={opts.input_file}: a .txt file holds one text per line, "
                      f"but this run reads {len(columns)} fields ({', '.join(columns)})")
   chunks = plan_chunks(opts.input_file, kind)
-  settings = dict(dataclasses.asdict(opts.settings))
+  settings = dict(dataclasses.asdict(opts.settings), **choices)
   handler = KeyedModelHandler(AlbertModelHandler(model, settings))
   num_shards = opts.num_shards
   started = time.time()

@@ -423,8 +423,8 @@ def onnx_file(run: runs.Run, quantization: str = "none") -> str:
   from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
   checkpoint = run.checkpoint
   weights = fingerprint(checkpoint, quantization, files=[checkpoint + ".index"])
-  path = os.path.join(run.path, "onnx", "model-int8.onnx" if quantization == "dynamic_int8"
-                      else "model.onnx")
+  path = os.path.join(run.path, "onnx", "predict-int8.onnx" if quantization == "dynamic_int8"
+                      else "predict.onnx")   # (not a name hub_export/export_onnx.py suggests)
   try:
     with open(path + ".json", encoding="utf-8") as f:
       made_from = json.load(f).get("weights")

@@ -17,7 +17,8 @@ whole pipeline, its workers' model loading included):
 
   tensorflow/float32, tensorflow/bfloat16, onnxruntime/float32, onnxruntime/int8
                predict.py --runtime --dtype --quantization (batches sorted by length)
-  beam         predict.py --runner=DirectRunner --direct_num_workers=1 (in-process)
+  beam         predict.py --runner=DirectRunner --direct_num_workers=1 (in-process), on the
+               run's serving export; beam:<runtime>/<dtype> on the run with those choices
   hf_pipeline  transformers' pipeline("text-classification", batch_size=--batch_size) on
                torch, over the run converted by convert_checkpoint.py --output_format=hf
   hf_onnx      onnxruntime on that transformers model exported by torch.onnx (dynamic
@@ -114,13 +115,16 @@ def texts_of(work):
 def child(row: str, work: str) -> dict:
   """Measures one row in this process: rows per second and the labels."""
   texts = texts_of(work)
-  if row == "beam":
+  if row.startswith("beam"):
     from albert_tf.commands import predict  # pylint: disable=g-import-not-at-top
     out = tempfile.mkdtemp(prefix="beam_", dir=work)
+    runtime, kind = (row.split(":")[1] if ":" in row else "tensorflow/float32").split("/")
     result = predict.run(predict.PredictOptions(
         model=os.path.join(work, "run"), input_file=os.path.join(work, "texts.jsonl"),
         output_file=os.path.join(out, "answers.jsonl"), batch_size=FLAGS.batch_size,
-        runner="DirectRunner", direct_num_workers=1, progress=False))
+        runner="DirectRunner", direct_num_workers=1, progress=False, runtime=runtime,
+        dtype="bfloat16" if kind == "bfloat16" else "float32",
+        quantization="dynamic_int8" if kind == "int8" else "none"))
     answers = [json.loads(line) for line in open(os.path.join(out, "answers-00000-of-00001.jsonl"))]
     return dict(rows_per_second=result["rows_per_second"], labels=[a["label"] for a in answers])
   if row.startswith(("tensorflow", "onnxruntime")):
@@ -221,10 +225,11 @@ def main(argv):
     ratio = lambda peer: f"{value / base[peer]:.2f}" if peer in base else "-"
     print(f"{name:<22} {value:8.2f} {ratio('hf_pipeline'):>14} {ratio('hf_onnx'):>10} "
           f"{agree:10.3f}")
-  local = max((v for k, v in base.items() if k.startswith(("tensorflow", "onnxruntime"))),
-              default=None)
-  if local and "beam" in base:
-    print(f"beam / fastest local: {base['beam'] / local:.2f}")
+  for name in base:
+    if name.startswith("beam"):
+      same = name.split(":")[1] if ":" in name else "tensorflow/float32"
+      if same in base:
+        print(f"{name} / {same}: {base[name] / base[same]:.2f}")
 
 
 if __name__ == "__main__":

@@ -255,7 +255,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
         (p["index"], p["id"], p["labels"]) for p in predicted], runtime
     assert_close([[g["probabilities"][t] for t in TOPICS] for g in got],
                  [[p["probabilities"][t] for t in TOPICS] for p in predicted], 1e-5)
-  assert (out / "onnx" / "model.onnx").exists()
+  assert (out / "onnx" / "predict.onnx").exists()
   # The serving export: raw text in, sigmoids and the labels over the threshold out.
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel

@@ -129,12 +129,22 @@ def test_onnxruntime_int8_and_bfloat16_answer_as_float32_tensorflow(topics_run, 
   want = table(Predictor.load(str(run), batch_size=3).predict(TEXTS))
   got = table(Predictor.load(str(run), batch_size=3, runtime="onnxruntime").predict(TEXTS))
   assert_close(got, want, 1e-5)
-  made = (run / "onnx" / "model.onnx").stat().st_mtime_ns
+  made = (run / "onnx" / "predict.onnx").stat().st_mtime_ns
   Predictor.load(str(run), runtime="onnxruntime")           # kept: not written again
-  assert (run / "onnx" / "model.onnx").stat().st_mtime_ns == made
+  assert (run / "onnx" / "predict.onnx").stat().st_mtime_ns == made
+  # New best weights: the ONNX export is written again, and answers as they do.
+  other = runs.Run.read(str(run)).model()
+  other.classifier.output_weights.assign(-other.classifier.output_weights)
+  runs.write_run(str(run), runs.read_record(str(run)), other)
+  flipped = Predictor.load(str(run), batch_size=3, runtime="onnxruntime")
+  assert (run / "onnx" / "predict.onnx").stat().st_mtime_ns != made
+  assert_close(table(flipped.predict(TEXTS)), table(Predictor.load(str(run)).predict(TEXTS)),
+               1e-5)
+  shutil.rmtree(run)
+  shutil.copytree(topics_run, run)
   int8 = table(Predictor.load(str(run), runtime="onnxruntime",
                               quantization="dynamic_int8").predict(TEXTS))
-  assert (run / "onnx" / "model-int8.onnx").exists()
+  assert (run / "onnx" / "predict-int8.onnx").exists()
   assert np.abs(int8 - want).max() < 0.05 and not np.array_equal(int8, want)
   bfloat16 = table(Predictor.load(str(run), dtype="bfloat16").predict(TEXTS))
   assert np.abs(bfloat16 - want).max() < 0.03 and not np.array_equal(bfloat16, want)
@@ -222,8 +232,10 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   assert "rows.jsonl:8: not JSON" in errors[0]["reason"]
   assert "rows.jsonl:21: no column 'text'" in errors[1]["reason"]
   assert (run / "serving" / "saved_model.pb").exists()
-  # The rerun: the same bytes; an existing output is refused before any work.
-  predict.run(predict.PredictOptions(output_file=str(tmp_path / "b" / "out.jsonl"), **flags))
+  # The rerun (in one process this time): the same bytes; an existing output is refused
+  # before any work.
+  predict.run(predict.PredictOptions(output_file=str(tmp_path / "b" / "out.jsonl"),
+                                     **dict(flags, direct_num_workers=1)))
   for k in range(3):
     name = f"out-{k:05d}-of-00003.jsonl"
     assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
@@ -232,3 +244,23 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   # The serving export as --model: the same answers.
   again = Predictor.load(str(run / "serving")).predict([r["text"] for _, r in good[:10]])
   assert [a["labels"] for a in again] == [local[r["id"]]["labels"] for _, r in good[:10]]
+
+
+def test_a_row_whose_answer_fails_is_answered_with_its_error_and_its_batch_completes():
+  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
+
+  class Model:   # answers the length of a text, and fails on "boom"
+    def predict(self, examples):
+      if any(e[0] == "boom" for e in examples):
+        raise ValueError("cannot answer boom\n(more lines)")
+      return [dict(score=len(e[0])) for e in examples]
+
+  answers = predict_beam._answers(Model(), [["a"], ["boom"], ["abc"]])  # pylint: disable=protected-access
+  assert answers == [dict(score=1), dict(error="ValueError: cannot answer boom"), dict(score=3)]
+  rows = [(0, dict(line=1, id=None)), (1, dict(line=2, id="x")), (2, dict(line=3, id=None))]
+  result = predict_beam.PredictionResult(rows, answers)
+  out = list(predict_beam._lines((0, result), 2, 4))  # pylint: disable=protected-access
+  assert [o for o in out if isinstance(o, tuple)] == [
+      (0, (0, '{"index": 0, "score": 1}\n')), (1, (2, '{"index": 2, "score": 3}\n'))]
+  errors = [o.value for o in out if not isinstance(o, tuple)]
+  assert errors == [(1, 2, "ValueError: cannot answer boom")]

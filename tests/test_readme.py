@@ -68,7 +68,7 @@ def paths(tmp_path_factory, spm_model):
                        FullTokenizer(spm_model_file=spm_model), 32, 8,
                        ["O", "B-PER", "I-PER"], "IOB2", per_character=False)
   run = write_classifier_run(root / "mrpc_run", classifier, cfg, 32, spm_model_file=spm_model)
-  (root / "out" / "mrpc").symlink_to(root / "mrpc_run")   # docs/predictions.md's run
+  (root / "out" / "mrpc").symlink_to(root / "mrpc_run")   # docs/predict.md's run
   export_tflite.run(export_tflite.TFLiteOptions(model=run, output_file=str(root / "mrpc.tflite")))
   zh_tokenizer = FullTokenizer(vocab_file=str(zh / "vocab_chinese.txt"))
   zh_cfg = dict(cfg, vocab_size=zh_tokenizer.vocab_size)
