@@ -30,6 +30,7 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
 
 from albert_tf import runs
 from albert_tf.data import own
+from albert_tf.data.corpus import lines_until
 from albert_tf.predictor import Predictor, answer_line, onnx_file
 
 CHUNK_BYTES = 16 << 20
@@ -46,9 +47,10 @@ class Chunk:
   end: int
 
 
-def plan_chunks(path: str, kind: str, chunk_bytes: int = CHUNK_BYTES) -> List[Chunk]:
-  """The input's chunks: line-aligned byte ranges; a CSV or TSV file (whose quoted fields
-  may span lines) is one chunk."""
+def plan_chunks(path: str, kind: str, chunk_bytes: Optional[int] = None) -> List[Chunk]:
+  """The input's chunks of `chunk_bytes` (default CHUNK_BYTES), each the lines that start
+  in its byte range; a CSV or TSV file (whose quoted fields may span lines) is one chunk."""
+  chunk_bytes = chunk_bytes or CHUNK_BYTES
   size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
   if kind in ("csv", "tsv"):
     return [Chunk(0, path, kind, 0, size)]
@@ -63,14 +65,7 @@ def chunk_lines(chunk: Chunk):
     if offset > 0:                       # a line that starts before the chunk is not its own
       f.seek(offset - 1)
       offset += len(f.readline()) - 1
-    number = 0
-    while offset < chunk.end:
-      raw = f.readline()
-      if not raw:
-        break
-      yield number, raw
-      offset += len(raw)
-      number += 1
+    yield from lines_until(f, offset, chunk.end, 0)
 
 
 def _is_row(kind: str, raw: bytes) -> bool:

@@ -194,13 +194,33 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
   assert answers[1]["labels"] == Predictor.load(str(topics_run)).predict([""])[0]["labels"]
 
 
+def test_chunks_hold_every_line_once_and_count_the_rows_before_them(tmp_path):
+  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
+  lines = ["", "short", "a longer line of text", "", "x" * 30, "é and ü", "last"]
+  path = tmp_path / "lines.txt"
+  path.write_bytes(("\n".join(lines) + "\n").encode())
+  for size in (1, 3, 7, 16, 1000):
+    chunks = predict_beam.plan_chunks(str(path), "txt", size)
+    got = [raw.decode().rstrip("\n") for c in chunks for _, raw in predict_beam.chunk_lines(c)]
+    assert got == lines, size
+    counts = dict(predict_beam.count_chunk(c) for c in chunks)
+    assert sum(rows for rows, _ in counts.values()) == len(lines)
+  jsonl = tmp_path / "rows.jsonl"
+  jsonl.write_text('{"text": "a"}\n\n{"text": "b"}\n')
+  counts = [predict_beam.count_chunk(c)[1] for c in predict_beam.plan_chunks(str(jsonl), "jsonl", 4)]
+  assert (sum(r for r, _ in counts), sum(n for _, n in counts)) == (2, 3)  # blank: no row
+
+
 def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
-    topics_run, tmp_path):
-  """predict.py --runner=DirectRunner with 2 workers: the local answers (through the run's
-  serving export, made in <run>/serving) sorted by index, contiguous shards, bad rows in
-  the errors file with their index, line and reason; a rerun writes the same bytes."""
+    topics_run, tmp_path, monkeypatch):
+  """predict.py --runner=DirectRunner with 2 workers, the input in many chunks: the local
+  answers (through the run's serving export, made in <run>/serving) sorted by index,
+  contiguous shards, bad rows in the errors file with their index, line and reason; a
+  rerun writes the same bytes."""
   import shutil  # pylint: disable=import-outside-toplevel
+  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(predict_beam, "CHUNK_BYTES", 1000)    # (the launcher plans the chunks)
   run = tmp_path / "topics"
   shutil.copytree(topics_run, run)
   rng = np.random.default_rng(0)

@@ -63,14 +63,19 @@ def chunk_lines(chunk: Chunk) -> Iterator[Tuple[int, bytes]]:
   """(line number, raw line) of a chunk."""
   with tf.io.gfile.GFile(chunk.path, "rb") as f:
     f.seek(chunk.start)
-    offset, line = chunk.start, chunk.first_line
-    while offset < chunk.end:
-      raw = f.readline()
-      if not raw:
-        break
-      yield line, raw
-      offset += len(raw)
-      line += 1
+    yield from lines_until(f, chunk.start, chunk.end, chunk.first_line)
+
+
+def lines_until(f, offset: int, end: int, number: int) -> Iterator[Tuple[int, bytes]]:
+  """(number, raw line) of each line of the open binary file `f`, positioned at byte
+  `offset` (a line's start), that starts before byte `end`; numbered from `number`."""
+  while offset < end:
+    raw = f.readline()
+    if not raw:
+      break
+    yield number, raw
+    offset += len(raw)
+    number += 1
 
 
 class Report(collections.Counter):
