@@ -284,3 +284,45 @@ def test_a_row_whose_answer_fails_is_answered_with_its_error_and_its_batch_compl
       (0, (0, '{"index": 0, "score": 1}\n')), (1, (2, '{"index": 2, "score": 3}\n'))]
   errors = [o.value for o in out if not isinstance(o, tuple)]
   assert errors == [(1, 2, "ValueError: cannot answer boom")]
+
+
+def test_beam_sends_a_squad_row_without_context_to_the_errors_and_refuses_a_non_run(
+    tmp_path, spm_model):
+  """On the DirectRunner: a SQuAD question without a context is an error line and the
+  others are answered (an untrained SQuAD v2.0 run: the answers, not the learning, are
+  under test); a --model that is neither a run nor an export stops before any work."""
+  from albert_tf import AlbertQuestionAnswerer  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  keras.utils.set_random_seed(0)
+  model = AlbertQuestionAnswerer(AlbertEncoder(AlbertConfig.from_dict(CFG)), True)
+  model({k: tf.zeros([1, 8], tf.int32) for k in ("input_word_ids", "input_mask",
+                                                  "input_type_ids")} | {
+                                                      "p_mask": tf.zeros([1, 8])})
+  run = runs.write_run(str(tmp_path / "squad"), dict(
+      task="SQuAD v2.0", model=CFG, hub=None, do_lower_case=True, max_seq_length=SEQ,
+      spm_model_file=spm_model, doc_stride=16, max_query_length=8), model)
+  rows = [dict(question="what is the list?", context="the list is a sequence of values."),
+          dict(question="who?", context=""),
+          dict(question="and the file?", context="a file in a directory holds data " * 4)]
+  source = _write_rows(tmp_path / "questions.jsonl", rows)
+  predict.run(predict.PredictOptions(model=run, input_file=source, runner="DirectRunner",
+                                     output_file=str(tmp_path / "out" / "a.jsonl"),
+                                     progress=False))
+  answers = [json.loads(line) for line in
+             (tmp_path / "out" / "a-00000-of-00001.jsonl").read_text().splitlines()]
+  local = Predictor.load(run).predict([rows[0], rows[2]])
+  assert [a["index"] for a in answers] == [0, 2]
+  for got, want in zip(answers, local):
+    assert (got["answer"], got["start"], got["has_answer"]) == (
+        want["answer"], want["start"], want["has_answer"])
+    assert_close([got["score"], got["null_score"]], [want["score"], want["null_score"]], 1e-5)
+  errors = [json.loads(line) for line in
+            (tmp_path / "out" / "a-errors.jsonl").read_text().splitlines()]
+  assert [(e["index"], e["line"]) for e in errors] == [(1, 2)]
+  assert "questions.jsonl:2: no context" in errors[0]["reason"]
+  (tmp_path / "plain").mkdir()
+  with pytest.raises(ValueError, match=r"--model=.*plain is neither a run directory"):
+    predict.run(predict.PredictOptions(model=str(tmp_path / "plain"), input_file=source,
+                                       runner="DirectRunner", progress=False,
+                                       output_file=str(tmp_path / "never" / "a.jsonl")))
+  assert not (tmp_path / "never").exists()

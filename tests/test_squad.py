@@ -473,7 +473,7 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
   with open(out / "nbest_predictions.json") as f:
     nbest = json.load(f)
   questions = [dict(id=qa["id"], question=qa["question"], context=p["context"])
-               for article in dataset for p in article["paragraphs"] for qa in p["qas"]]
+               for article in dataset for p in article["paragraphs"] for qa in p["qas"]][:60]
   source = tmp_path / "questions.jsonl"
   source.write_text("".join(json.dumps(q) + "\n" for q in questions))
   predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
