@@ -2,19 +2,21 @@
 
     input file -> byte chunks (line-aligned; a CSV/TSV file is one chunk)
                -> rows counted per chunk (each row's index = the rows before it)
-               -> each row read and checked; a bad one -> errors
-               -> RunInference(KeyedModelHandler(AlbertModelHandler)), keyed by index,
-                  batches bounded by pieces; a failed batch -> errors
+               -> each row read and checked (a bad one -> errors); each chunk's rows
+                  sorted by pieces into batches bounded by rows and padded pieces
+               -> RunInference(KeyedModelHandler(AlbertModelHandler)), each batch keyed
+                  by its first row's index; a row whose answer fails -> errors
                -> answers grouped into contiguous shards by index, each sorted, written
     <output>-SSSSS-of-NNNNN.jsonl and <output>-errors.jsonl (index, line, reason)
 
-`AlbertModelHandler` loads the model as `albert_tf.Predictor` does: a serving export (made
-in the run directory on first use, for classifiers and taggers) with `tf.saved_model.load`
-after importing tensorflow_text, which Beam's own TFModelHandlerTensor cannot do on
-TensorFlow 2.16+ (it calls `tf.keras.models.load_model`); a SQuAD or RACE run, or any run
-with --runtime=onnxruntime or --dtype=bfloat16, from the run directory itself. Each worker sorts its batch by length and runs it `--batch_size` at a time, as
-the local path does, so the answers are the local path's. Files are read and written
-through Beam's FileSystems (gs://, s3://, hdfs://, local).
+`AlbertModelHandler` loads the model as `albert_tf.Predictor` does. A classifier's or
+tagger's run runs as its serving export, made in the run directory on first use and loaded
+with `tf.saved_model.load` after importing tensorflow_text; Beam's own TFModelHandlerTensor
+cannot load it on TensorFlow 2.16+ (it loads with Keras 3's `load_model`). A SQuAD or RACE
+run, or any run with --runtime=onnxruntime or --dtype=bfloat16, is read from the run
+directory itself. The batches are made per chunk, sorted by length as the local path's
+are, so the answers are the local path's. Files are read and written through Beam's
+FileSystems (gs://, s3://, hdfs://, local).
 """
 
 import dataclasses
