@@ -258,9 +258,8 @@ def serving_model(model: str) -> str:
   if run.kind.name not in ("classification", "token_classification"):
     return run.path
   from albert_tf.export.loading import export_record  # pylint: disable=g-import-not-at-top
-  from albert_tf.files import fingerprint  # pylint: disable=g-import-not-at-top
   checkpoint = run.checkpoint
-  weights = fingerprint(checkpoint, files=[checkpoint + ".index"])
+  weights = runs.weights_fingerprint(checkpoint)
   path = os.path.join(run.path, SERVING)
   if (export_record(path) or {}).get("weights") == weights:
     return path

@@ -39,7 +39,6 @@ from albert_tf.data.race import qa_text, pack_choice
 from albert_tf.export.loading import export_record
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
-from albert_tf.files import fingerprint
 from albert_tf.progress import progress_bar
 from albert_tf.text.packing import pack_inputs
 from albert_tf.text.tokenization import FullTokenizer
@@ -422,7 +421,7 @@ def onnx_file(run: runs.Run, quantization: str = "none") -> str:
   missing or was made from other weights than the run's best."""
   from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
   checkpoint = run.checkpoint
-  weights = fingerprint(checkpoint, quantization, files=[checkpoint + ".index"])
+  weights = runs.weights_fingerprint(checkpoint, quantization)
   path = os.path.join(run.path, "onnx", "predict-int8.onnx" if quantization == "dynamic_int8"
                       else "predict.onnx")   # (not a name hub_export/export_onnx.py suggests)
   try:

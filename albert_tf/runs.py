@@ -24,7 +24,8 @@ from typing import Callable, Dict, List, Optional
 import tensorflow as tf
 
 from albert_tf.data import glue, own
-from albert_tf.files import (LOCK_NAME, atomic_open, lock_directory, reading_checkpoint,
+from albert_tf.files import (LOCK_NAME, atomic_open, fingerprint, lock_directory,
+                             reading_checkpoint,
                              unlock_directory, write_json)
 from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
@@ -311,6 +312,15 @@ def _read(model, checkpoint: str) -> None:
     except AssertionError as e:
       raise ValueError(f"{checkpoint} does not match its {RECORD}: {e}") from None
     status.expect_partial()
+
+
+def weights_fingerprint(checkpoint: str, *settings) -> str:
+  """What an export of `checkpoint` made with `settings` was made from: the checkpoint's
+  index (its tensors' checksums) and the settings. An export whose record holds another
+  was made from other weights (the tasks' --export_dir, predict.py's ONNX and serving
+  exports in a run directory)."""
+  files = [checkpoint + ".index"] if tf.io.gfile.exists(checkpoint + ".index") else []
+  return fingerprint(checkpoint, *settings, files=files)
 
 
 def read_record(output_dir: str) -> dict:

@@ -20,7 +20,7 @@ import tensorflow as tf
 from albert_tf import runs
 from albert_tf.sources import describe
 from albert_tf.cli import Checked, option
-from albert_tf.files import fingerprint, reading_checkpoint
+from albert_tf.files import reading_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.layers.dropout import random_generators
@@ -404,9 +404,8 @@ class FinetuningTask:
     already holds their export with the same `settings`; an export of other weights of
     this run is replaced."""
     opts = self.opts
-    files = [weights + ".index"] if tf.io.gfile.exists(weights + ".index") else []
     record = dict(output_dir=os.path.abspath(opts.output_dir), weights=weights,
-                  fingerprint=fingerprint(weights, *settings, files=files))
+                  fingerprint=runs.weights_fingerprint(weights, *settings))
     previous = export_record(opts.export_dir)
     if previous and all(previous.get(k) == v for k, v in dict(record, kind=kind).items()):
       print(f"{opts.export_dir} already holds the export of {weights}")
