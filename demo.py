@@ -65,6 +65,8 @@ def _run(step: str, script: str, **flag_values) -> float:
   print(f"\n== {step}\n$ python {' '.join(shlex.quote(c) for c in shown)}", flush=True)
   module, options, function = COMMANDS[script]
   module = importlib.import_module(module)
+  from albert_tf import cli  # pylint: disable=g-import-not-at-top
+  cli.tune_gc()   # as the scripts do, once TensorFlow is imported
   started = time.time()
   getattr(module, function)(getattr(module, options)(**flag_values))
   sys.stdout.flush()

@@ -14,6 +14,7 @@ A field without a default is a required flag.
 """
 
 import dataclasses
+import gc
 import math
 import os
 import sys
@@ -187,6 +188,27 @@ def options_from_flags(options_type, flag_values: flags.FlagValues = flags.FLAGS
   return options_type(**values)
 
 
+# The cyclic garbage collector's first-generation threshold in a command's process (Python's
+# default is 700 allocations). Building and tracing TensorFlow graphs allocates millions of
+# small objects; at the default every few hundred of them start a collection that walks
+# the young objects, and the older generations' collections walk everything imported.
+GC_THRESHOLD = (50_000, 20, 100)
+_gc_tuned = []
+
+
+def tune_gc() -> None:
+  """Once per process, after the imports: moves the objects alive now (the imported
+  modules: TensorFlow's are millions) out of the garbage collector's sight, and collects
+  less often. Tracing and exporting take 5-17% less CPU (docs/testing.md); reference
+  counting still frees everything as before, and cycles are still collected."""
+  if _gc_tuned:
+    return
+  _gc_tuned.append(True)
+  gc.collect()
+  gc.freeze()
+  gc.set_threshold(*GC_THRESHOLD)
+
+
 def run_with_flags(argv: Sequence[str], options_type,
                    run: Callable[..., Dict[str, Dict[str, float]]]):
   """Builds `options_type` from the flags, calls `run(options)` and prints the results.
@@ -198,6 +220,7 @@ def run_with_flags(argv: Sequence[str], options_type,
   """
   if len(argv) > 1:
     _usage_error(f"unexpected arguments: {' '.join(argv[1:])}")
+  tune_gc()
   try:
     results = run(options_from_flags(options_type, overrides=original_flag_overrides()))
   except (FileNotFoundError, FileExistsError, ValueError) as e:
