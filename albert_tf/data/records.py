@@ -129,6 +129,14 @@ def read_dataset(files: Union[str, Sequence[str]], schema: Schema, batch_size: i
   return ds.with_options(quick_to_close())
 
 
+def any_size(element_spec):
+  """A dataset's element spec with every dimension unknown (the rank kept): the input
+  type of one trace that serves every batch size and bucket width."""
+  return tf.nest.map_structure(
+      lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype, s.name)
+      if isinstance(s, tf.TensorSpec) else s, element_spec)
+
+
 def quick_to_close() -> tf.data.Options:
   """tf.data options without its autotuning thread. That thread sleeps longer and longer
   while an iterator is idle (up to a minute), and destroying the iterator waits for the

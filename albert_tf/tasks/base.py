@@ -20,6 +20,7 @@ import tensorflow as tf
 from albert_tf import runs
 from albert_tf.sources import describe
 from albert_tf.cli import Checked, option
+from albert_tf.data.records import any_size
 from albert_tf.files import reading_checkpoint
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -418,11 +419,13 @@ class FinetuningTask:
     if id(model) not in self._predict_fns:
       random_generators(model)   # made now: one made in the first trace traces it twice
       keys = inputs
-      # reduce_retracing: after two batch shapes (a last partial batch, another bucket
-      # width) one trace of unknown sizes serves the rest, not one trace per shape.
+      # One trace of unknown sizes, made first, serves every batch shape (a last partial
+      # batch, each bucket width): reduce_retracing calls it for any shape it covers,
+      # where a trace per shape cost a run two or three (~0.2 s each for a tiny model).
       self._predict_fns[id(model)] = tf.function(
           lambda batch: model(batch if keys is None else {k: batch[k] for k in keys},
                               training=False), autograph=False, reduce_retracing=True)
+      self._predict_fns[id(model)].get_concrete_function(any_size(data.element_spec))
     predict = self._predict_fns[id(model)]
     for batch in data:
       outputs = predict(batch)
