@@ -259,8 +259,9 @@ def write_conll(directory, seed=0, sizes=(("train", 300), ("dev", 80), ("test", 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The modules a script's flags are registered to: albert_tf.cli defines a command's flags
-# from its options, and a script's own DEFINEs run under this name (run_script's run_name).
-_SCRIPT_MODULES = ("albert_tf.cli", "__script__")
+# from its options, a script's own DEFINEs run under this name (run_script's run_name), and
+# benchmarks/benchmarking.py defines the training benchmarks' shared flags.
+_SCRIPT_MODULES = ("albert_tf.cli", "__script__", "benchmarking")
 
 
 def _remove_script_flags(registry):
@@ -305,6 +306,7 @@ def run_script(script, *flags, env=None, cwd=None):
     registry.unparse_flags()
     os.environ.update({k: str(v) for k, v in (env or {}).items()})
     sys.argv = argv
+    sys.path.insert(0, os.path.dirname(path))   # as `python <script>` does: its helpers import
     if cwd:
       os.chdir(cwd)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
@@ -326,3 +328,20 @@ def run_script(script, *flags, env=None, cwd=None):
     cli._ORIGINAL.update(saved["original"])  # pylint: disable=protected-access
     _remove_script_flags(registry)
   return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def script_functions(script):
+  """The top-level names of `script` (its functions, to call in this process), its module
+  code run as `run_script` runs it, with its helpers importable and its flags removed
+  again (what the tests call takes its settings as arguments)."""
+  import runpy  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  path = os.path.join(ROOT, script)
+  sys.path.insert(0, os.path.dirname(path))
+  try:
+    return runpy.run_path(path, run_name=_SCRIPT_MODULES[1])
+  finally:
+    sys.path.remove(os.path.dirname(path))
+    _remove_script_flags(absl_flags.FLAGS)
+

@@ -14,7 +14,8 @@ from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertToken
 from albert_tf.export import serving, tagger, tf_hub
 from albert_tf.commands import convert, export_tflite, export_onnx
 from albert_tf.text.tokenization import FullTokenizer
-from common import TINY, write_classifier_run, write_release, write_wordpiece_vocab
+from common import (TINY, run_script, script_functions, write_classifier_run, write_release,
+                    write_wordpiece_vocab)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -150,10 +151,11 @@ def test_the_readme_s_commands_name_real_flags():
 def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   """Its albert_tf side runs here without the peers installed (an ALBERT-base step at b2
   s64, with the memory reading). The activations, ~6 MB a layer and ~75 MB in all, are read
-  as the difference of two allocator peaks, whose phases move with the order ops run in:
-  measured 39.8 MB on one host and 67-70 MB on another, so the bound is the order of
-  magnitude (more than one layer's), which a reading that is zero, negative or never reset
-  fails."""
+  as the difference of two allocator peaks (a tiny step's and a real one's, each of a shape
+  that has run before, alternating twice): 62-69 MB in five processes on an Intel Xeon with
+  AMX, where single readings taken before the real shape's first step moved from -41 to +75
+  MB. The bound is the order of magnitude (more than one layer's), which a reading that is
+  zero, negative or never reset fails."""
   spec = dict(impl="albert_tf", preset="base", batch=2, seq=64, dtype="float32", mode="train",
               steps=1, lengths="fixed", bucket=False, memory=True, recompute=False)
   done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_peers.py"),
@@ -164,22 +166,17 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   assert result["seconds_per_step"] > 0 and result["state_bytes"] > 40e6  # weights + slots
   assert result["peak_bytes"] > result["state_bytes"]                     # and the process
   assert result["tokens"] == 2 * 64 and 10e6 < result["activation_bytes"] < 400e6
-  # The rest in one process (each worker is a TensorFlow import; the train step above keeps
-  # its own, for its memory reading): the same-run matmul peak the benchmark divides by,
-  # the step's matmuls alone (the bound with all else free), the memory bandwidth, and the
-  # parameters the bound's optimizer update counts.
+  # The rest in this process (the train step above keeps a process of its own, for its
+  # memory reading): the same-run matmul peak the benchmark divides by, the step's matmuls
+  # alone (the bound with all else free), the memory bandwidth, and the parameters the
+  # bound's optimizer update counts.
+  b = script_functions("benchmarks/benchmark_peers.py")
   peak = dict(impl="peak", preset="base", batch=1, seq=32, dtype="float32")
-  workers = ("import json, sys; sys.argv = ['x']; "   # run in benchmarks/, as its scripts are
-             "import albert_tf, benchmark_peers as b; "
-             "c = albert_tf.AlbertConfig.from_preset('base'); "
-             f"print(json.dumps(dict(peak=b.run_peak({peak!r}), "
-             f"matmuls=b.run_matmuls({dict(peak, impl='matmuls', mode='train')!r}), "
-             "bandwidth=b.run_bandwidth({'impl': 'bandwidth'}), counted=b.parameter_count(c), "
-             "built=albert_tf.AlbertEncoder(c).count_params())))")
-  done = subprocess.run([sys.executable, "-c", workers], capture_output=True, text=True,
-                        timeout=600, cwd=ROOT / "benchmarks")
-  assert done.returncode == 0, done.stderr[-3000:]
-  got = json.loads(done.stdout.strip().splitlines()[-1])
+  config = AlbertConfig.from_preset("base")
+  got = dict(peak=b["run_peak"](peak), matmuls=b["run_matmuls"](dict(peak, impl="matmuls",
+                                                                     mode="train")),
+             bandwidth=b["run_bandwidth"]({"impl": "bandwidth"}),
+             counted=b["parameter_count"](config), built=AlbertEncoder(config).count_params())
   assert got["peak"]["gflops"] > 1 and got["matmuls"]["seconds"] > 0
   assert got["bandwidth"]["memory"] > 1e9 and got["bandwidth"]["cached"] > 1e9
   assert got["counted"] == got["built"] == 11683584
@@ -188,10 +185,9 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
 def test_the_real_length_benchmark_runs_run_classifier_at_each_length():
   """Its runs are real run_classifier.py processes (a tiny model, a few steps), each
   reporting its training time and dev accuracy, and an R per padding mode."""
-  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "benchmark_real_length.py"),
-                         "--preset=tiny", "--steps=4", "--batch_size=4", "--rounds=1",
-                         "--runs=128:buckets,64:buckets"],   # the smallest table: one R
-                        capture_output=True, text=True, timeout=900)
+  done = run_script("benchmarks/benchmark_real_length.py", "--preset=tiny", "--steps=4",
+                    "--batch_size=4", "--rounds=1",
+                    "--runs=128:buckets,64:buckets")   # the smallest table: one R
   assert done.returncode == 0, done.stderr[-3000:]
   runs = re.findall(r"^  (\d+:\w+) +round 1: +([\d.]+) s of training, dev accuracy ([\d.]+)$",
                     done.stdout, re.M)
@@ -206,10 +202,8 @@ def test_the_step_profile_sums_op_time_by_type():
   profiler's trace: the forward, backward and update ops are there, the shares of the
   listed op types add up to the whole, and so do those of the step's parts (matmuls,
   XLA kernels, the optimizer's update, other ops)."""
-  done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_step.py"),
-                         "--preset=small", "--batch_size=2", "--seq_length=16", "--steps=1",
-                         "--dtype=float32", "--top=50"],
-                        capture_output=True, text=True, timeout=600)
+  done = run_script("benchmarks/profile_step.py", "--preset=small", "--batch_size=2",
+                    "--seq_length=16", "--steps=1", "--dtype=float32", "--top=50")
   assert done.returncode == 0, done.stderr[-3000:]
   rows = re.findall(r"^  (\w+) +([\d.]+) s +([\d.]+)%$", done.stdout, re.M)
   ops = [op for op, _, _ in rows]
