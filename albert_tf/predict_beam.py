@@ -33,7 +33,7 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
 from albert_tf import runs
 from albert_tf.data import own
 from albert_tf.data.corpus import lines_until
-from albert_tf.predictor import Predictor, answer_line, onnx_file
+from albert_tf.predictor import AUTO, Predictor, answer_line, onnx_file, recorded_runtime
 
 CHUNK_BYTES = 16 << 20
 SERVING = "serving"      # a classifier's or tagger's serving export, in its run directory
@@ -293,15 +293,23 @@ def run(opts) -> Dict[str, object]:
     raise FileNotFoundError(f"--input_file={opts.input_file} not found")
   kind = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
       opts.input_file, "--input_file")
-  choices = dict(runtime=opts.runtime, dtype=opts.dtype, quantization=opts.quantization)
-  if opts.runtime == "tensorflow" and opts.dtype == "float32":
+  runtime = opts.runtime
+  if runtime == AUTO:   # decided here, once: every worker then runs the same
+    runtime = runs.Run.exists(opts.model) and recorded_runtime(
+        runs.Run.read(opts.model, "--model"))
+    if not runtime:
+      runtime = "tensorflow"
+      print("--runtime=auto: tensorflow (no choice measured on this CPU for this run; "
+            "predict.py --runtime=auto without --runner measures and records one)")
+  choices = dict(runtime=runtime, dtype=opts.dtype, quantization=opts.quantization)
+  if runtime == "tensorflow" and opts.dtype == "float32":
     model = serving_model(opts.model)
   else:     # the workers read the run itself; its ONNX export, if any, is made here once
     if not runs.Run.exists(opts.model):
       raise ValueError(f"--model={opts.model}: --runtime and --dtype need a run directory "
                        "(a serving export runs as it was saved)")
     model = opts.model
-    if opts.runtime == "onnxruntime":
+    if runtime == "onnxruntime":
       onnx_file(runs.Run.read(model, "--model"), opts.quantization)
   reader = Predictor.load(model, load_model=False, **choices)
   columns = reader.columns(opts.text_columns)

@@ -22,12 +22,16 @@ What each kind of run answers, per example:
 `runtime="onnxruntime"` runs the run's own ONNX export (float32, or `quantization=
 "dynamic_int8"`), written into `<run>/onnx/` on first use and rewritten when the run's
 best weights change; `dtype="bfloat16"` computes in bfloat16 under TensorFlow.
+`runtime="auto"` times both on the first batch it answers and keeps the faster, recording
+the choice (and why) in `<run>/onnx/runtime.json` for this CPU and these weights, so later
+runs on the same kind of machine read it instead of measuring again.
 """
 
 import dataclasses
 import importlib
 import json
 import os
+import time
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -37,6 +41,7 @@ from albert_tf import runs
 from albert_tf.data import own, squad
 from albert_tf.data.race import qa_text, pack_choice
 from albert_tf.export.loading import export_record
+from albert_tf.files import atomic_open
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
 from albert_tf.progress import progress_bar
@@ -46,6 +51,7 @@ from albert_tf.text.tokenization import FullTokenizer
 Example = Union[str, Sequence, Dict[str, object]]
 KINDS = ("classification", "token_classification", "question_answering", "multiple_choice")
 RUNTIMES = ("tensorflow", "onnxruntime")
+AUTO = "auto"
 DTYPES = ("float32", "bfloat16")
 QUANTIZATIONS = ("none", "dynamic_int8")
 FIELDS = {"token_classification": ["text"], "question_answering": ["question", "context"],
@@ -95,14 +101,15 @@ class Predictor:
     settings = Settings(batch_size, multi_label_threshold, **settings)
     if batch_size < 1:
       raise ValueError(f"--batch_size={batch_size}: at least 1")
-    for name, value, allowed in (("runtime", runtime, RUNTIMES), ("dtype", dtype, DTYPES),
+    for name, value, allowed in (("runtime", runtime, RUNTIMES + (AUTO,)), ("dtype", dtype, DTYPES),
                                  ("quantization", quantization, QUANTIZATIONS)):
       if value not in allowed:
         raise ValueError(f"--{name}={value}: one of {', '.join(allowed)}")
-    if runtime == "onnxruntime" and dtype != "float32":
-      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime=onnxruntime runs float32, "
-                       "or int8 with --quantization=dynamic_int8")
-    if runtime == "tensorflow" and quantization != "none":
+    if runtime != "tensorflow" and dtype != "float32":
+      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime={runtime} compares "
+                       "float32 runtimes (onnxruntime runs float32, or int8 with "
+                       "--quantization=dynamic_int8)")
+    if runtime != "onnxruntime" and quantization != "none":
       raise ValueError(f"--quantization={quantization} is onnxruntime's; add "
                        "--runtime=onnxruntime")
     if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
@@ -113,6 +120,10 @@ class Predictor:
     record = export_record(path)
     if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")) and record and record.get(
         "kind") in ("classifier", "tagger"):
+      if runtime == AUTO:
+        print(f"--runtime=auto: tensorflow ({flag}={path} is a serving export, which runs "
+              "as it was saved)")
+        runtime = "tensorflow"
       if runtime != "tensorflow" or dtype != "float32":
         raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
                          "(TensorFlow, float32); give its run directory for --runtime or --dtype")
@@ -125,7 +136,13 @@ class Predictor:
               quantization: str, load_model: bool = True) -> "Predictor":
     kind, tokenizer = run.kind.name, run.tokenizer()
     forward = model = None
-    if load_model and runtime == "onnxruntime":
+    if load_model and runtime == AUTO and kind == "token_classification":
+      print(f"--runtime=auto: tensorflow ({run.path} is a run_ner.py run, which answers "
+            "through its tagger's TensorFlow graph)")
+      runtime = "tensorflow"
+    if load_model and runtime == AUTO:
+      forward = auto_runtime(run)
+    elif load_model and runtime == "onnxruntime":
       if kind == "token_classification":
         raise ValueError(f"{run.flag}={run.path} is a run_ner.py run, which answers through "
                          "its tagger's TensorFlow graph; --runtime=onnxruntime serves "
@@ -413,6 +430,88 @@ def tensorflow_forward(model) -> Callable[[Dict[str, np.ndarray]], Dict[str, np.
     outputs = function(*[tf.constant(batch[s.name], s.dtype) for s in spec])
     return {k: (tf.cast(v, tf.float32) if v.dtype.is_floating else v).numpy()
             for k, v in outputs.items()}
+  return forward
+
+
+def host_kind() -> str:
+  """The CPU, as a runtime's speed depends on it: `lscpu`'s model name, the vector and
+  matrix extensions TensorFlow and ONNX Runtime choose kernels by, the core count."""
+  name, present = "unknown CPU", set()
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and name == "unknown CPU":
+          name = value.strip()
+        elif key.strip() == "flags" and not present:
+          present = set(value.split())
+  except OSError:
+    pass
+  wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+  return f"{name} ({' '.join(w for w in wanted if w in present)}), {os.cpu_count()} CPUs"
+
+
+def _runtime_record(run: runs.Run):
+  """(where `--runtime=auto` records its choice, what the choice holds for)."""
+  return (os.path.join(run.path, "onnx", "runtime.json"),
+          dict(host=host_kind(), weights=runs.weights_fingerprint(run.checkpoint)))
+
+
+def recorded_runtime(run: runs.Run) -> Optional[str]:
+  """The runtime `--runtime=auto` chose for this run's weights on this kind of CPU, or None
+  when it has not measured here (printed when found)."""
+  path, key = _runtime_record(run)
+  try:
+    with open(path, encoding="utf-8") as f:
+      recorded = json.load(f)
+  except (OSError, ValueError):
+    return None
+  if not (all(recorded.get(k) == v for k, v in key.items())
+          and recorded.get("runtime") in RUNTIMES):
+    return None
+  print(f"--runtime=auto: {recorded['runtime']}, as measured on this CPU before "
+        f"({recorded.get('reason')}; {path})")
+  return recorded["runtime"]
+
+
+def auto_runtime(run: runs.Run):
+  """The forward of `--runtime=auto`: the choice `<run>/onnx/runtime.json` records
+  for this CPU and these weights, or, when it records none, a forward that times TensorFlow
+  and ONNX Runtime on the first batch it is given, answers it with the faster, keeps that
+  one, and records the choice with its reason."""
+  recorded = recorded_runtime(run)
+  if recorded:
+    if recorded == "onnxruntime":
+      return onnx_forward(run)
+    return tensorflow_forward(run.model())
+  path, key = _runtime_record(run)
+  candidates = {"tensorflow": tensorflow_forward(run.model()), "onnxruntime": onnx_forward(run)}
+  chosen = []
+
+  def forward(batch):
+    if chosen:
+      return chosen[0](batch)
+    rows = len(next(iter(batch.values())))
+    seconds, outputs = {}, {}
+    for name, candidate in candidates.items():
+      outputs[name] = candidate(batch)           # first call: tracing, sessions warmed up
+      best = float("inf")
+      for _ in range(3):
+        started = time.perf_counter()
+        candidate(batch)
+        best = min(best, time.perf_counter() - started)
+      seconds[name] = best
+    name = min(seconds, key=seconds.get)
+    shape = "x".join(str(d) for d in np.shape(batch["input_word_ids"]))
+    reason = (f"{', '.join(f'{k} {rows / v:.1f} rows/s' for k, v in seconds.items())} on a "
+              f"batch of {shape} pieces")
+    print(f"--runtime=auto: {name} ({reason}); recorded in {path} for this CPU")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with atomic_open(path, encoding="utf-8") as f:
+      json.dump(dict(key, runtime=name, reason=reason,
+                     rows_per_second={k: rows / v for k, v in seconds.items()}), f, indent=2)
+    chosen.append(candidates[name])
+    return outputs[name]
   return forward
 
 

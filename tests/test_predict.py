@@ -154,6 +154,53 @@ def test_onnxruntime_int8_and_bfloat16_answer_as_float32_tensorflow(topics_run, 
     Predictor.load(str(run), quantization="dynamic_int8")
 
 
+def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topics_run, tmp_path,
+                                                                        capsys):
+  """--runtime=auto times TensorFlow and ONNX Runtime on the first batch, answers with the
+  faster and records the choice, its reason and the rates in <run>/onnx/runtime.json for
+  this CPU and these weights; a later run on the same CPU reads it instead of measuring,
+  one on another CPU measures again. The answers are float32 TensorFlow's within 1e-5
+  whichever it takes."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from albert_tf import predictor  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  run = tmp_path / "topics"
+  shutil.copytree(topics_run, run)
+  labels = ["code", "data", "files", "system"]
+  table = lambda answers: np.array([[a["probabilities"][k] for k in labels] for a in answers])
+  want = table(Predictor.load(str(run), batch_size=3).predict(TEXTS))
+  capsys.readouterr()
+  assert_close(table(Predictor.load(str(run), batch_size=3, runtime="auto").predict(TEXTS)),
+               want, 1e-5)
+  record_file = run / "onnx" / "runtime.json"
+  record = json.loads(record_file.read_text())
+  rates = record["rows_per_second"]
+  assert set(rates) == {"tensorflow", "onnxruntime"} and min(rates.values()) > 0
+  assert record["runtime"] == max(rates, key=rates.get)
+  assert record["host"] == predictor.host_kind()
+  assert record["weights"] == runs.weights_fingerprint(runs.Run.read(str(run)).checkpoint)
+  printed = capsys.readouterr().out
+  assert f"--runtime=auto: {record['runtime']} (tensorflow " in printed, printed
+  assert "rows/s on a batch of 3x" in printed
+
+  made = record_file.stat().st_mtime_ns
+  inputs = tmp_path / "texts.txt"
+  inputs.write_text("\n".join(TEXTS) + "\n")
+  predict.run(predict.PredictOptions(model=str(run), input_file=str(inputs),
+                                     output_file=str(tmp_path / "out.jsonl"), runtime="auto",
+                                     batch_size=3, progress=False))
+  assert record_file.stat().st_mtime_ns == made
+  assert "as measured on this CPU before" in capsys.readouterr().out
+  answers = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+  assert_close(table(answers), want, 1e-5)
+
+  record_file.write_text(json.dumps(dict(record, host="another CPU")))
+  Predictor.load(str(run), batch_size=3, runtime="auto").predict(TEXTS[:3])
+  assert json.loads(record_file.read_text())["host"] == predictor.host_kind()
+  with pytest.raises(ValueError, match="--dtype=bfloat16 is TensorFlow's"):
+    Predictor.load(str(run), runtime="auto", dtype="bfloat16")
+
+
 def _write_rows(path, rows):
   path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
   return str(path)

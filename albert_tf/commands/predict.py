@@ -16,7 +16,7 @@ from albert_tf.cli import Checked, option
 from albert_tf.data import own
 from albert_tf.data.beam_pipeline import BeamFlags
 from albert_tf.files import atomic_open
-from albert_tf.predictor import (DTYPES, QUANTIZATIONS, RUNTIMES, Predictor, Settings,
+from albert_tf.predictor import (AUTO, DTYPES, QUANTIZATIONS, RUNTIMES, Predictor, Settings,
                                  answer_line)
 
 
@@ -35,8 +35,10 @@ class PredictOptions(BeamFlags, Checked):
   id_column: Optional[str] = option(None, "A column copied into each answer as `id`.")
   batch_size: int = option(32, "Examples per batch (sorted by length, put back in order).",
                            at_least=1)
-  runtime: str = option("tensorflow", "tensorflow, or onnxruntime (the run's ONNX export, made "
-                        "in <run>/onnx/ on first use).", choices=RUNTIMES)
+  runtime: str = option("tensorflow", "tensorflow, onnxruntime (the run's ONNX export, made "
+                        "in <run>/onnx/ on first use), or auto: the faster of the two on the "
+                        "first batch, recorded in <run>/onnx/runtime.json for this CPU.",
+                        choices=RUNTIMES + (AUTO,))
   dtype: str = option("float32", "TensorFlow's compute dtype.", choices=DTYPES)
   quantization: str = option("none", "onnxruntime: none (float32) or dynamic_int8.",
                              choices=QUANTIZATIONS)
