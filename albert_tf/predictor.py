@@ -136,17 +136,16 @@ class Predictor:
               quantization: str, load_model: bool = True) -> "Predictor":
     kind, tokenizer = run.kind.name, run.tokenizer()
     forward = model = None
-    if load_model and runtime == AUTO and kind == "token_classification":
-      print(f"--runtime=auto: tensorflow ({run.path} is a run_ner.py run, which answers "
-            "through its tagger's TensorFlow graph)")
+    if load_model and runtime != "tensorflow" and kind == "token_classification":
+      why = f"{run.path} is a run_ner.py run, which answers through its tagger's TensorFlow graph"
+      if runtime == "onnxruntime":
+        raise ValueError(f"{run.flag}={why}; --runtime=onnxruntime serves classifiers, SQuAD "
+                         "and RACE runs")
+      print(f"--runtime=auto: tensorflow ({why})")
       runtime = "tensorflow"
     if load_model and runtime == AUTO:
       forward = auto_runtime(run)
     elif load_model and runtime == "onnxruntime":
-      if kind == "token_classification":
-        raise ValueError(f"{run.flag}={run.path} is a run_ner.py run, which answers through "
-                         "its tagger's TensorFlow graph; --runtime=onnxruntime serves "
-                         "classifiers, SQuAD and RACE runs")
       forward = onnx_forward(run, quantization)
     elif load_model:
       from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
