@@ -106,9 +106,10 @@ class Predictor:
       if value not in allowed:
         raise ValueError(f"--{name}={value}: one of {', '.join(allowed)}")
     if runtime != "tensorflow" and dtype != "float32":
-      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime={runtime} compares "
-                       "float32 runtimes (onnxruntime runs float32, or int8 with "
-                       "--quantization=dynamic_int8)")
+      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime=onnxruntime runs float32, "
+                       "or int8 with --quantization=dynamic_int8" + (
+                           ", and --runtime=auto compares the two in float32"
+                           if runtime == AUTO else ""))
     if runtime != "onnxruntime" and quantization != "none":
       raise ValueError(f"--quantization={quantization} is onnxruntime's; add "
                        "--runtime=onnxruntime")
