@@ -311,7 +311,8 @@ def run(opts) -> Dict[str, object]:
     model = opts.model
     if runtime == "onnxruntime":
       onnx_file(runs.Run.read(model, "--model"), opts.quantization)
-  reader = Predictor.load(model, load_model=False, **choices)
+  # Rows are read as the run reads them (its own text columns), whatever the workers load.
+  reader = Predictor.load(opts.model, load_model=False, **choices)
   columns = reader.columns(opts.text_columns)
   if kind == "txt" and len(columns) != 1:
     raise ValueError(f"--input_file={opts.input_file}: a .txt file holds one text per line, "
@@ -326,7 +327,7 @@ def run(opts) -> Dict[str, object]:
     counts = planned | "Count" >> beam.Map(count_chunk)
     read = (planned
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(ReadRows(model, columns, opts.id_column, opts.batch_size,
+            | "Read" >> beam.ParDo(ReadRows(opts.model, columns, opts.id_column, opts.batch_size,
                                             opts.max_batch_tokens),
                                    counts=beam.pvalue.AsDict(counts)
                                    ).with_outputs("errors", "seen", main="batches"))
@@ -353,11 +354,32 @@ def run(opts) -> Dict[str, object]:
          for i, line, reason in sorted(item[1]["errors"])])))
   seconds = time.time() - started
   with FileSystems.open(errors_file) as f:
-    errors = sum(1 for _ in f)
+    reasons = [json.loads(line)["reason"] for line in f]
   written = 0
   for name in shards:
     with FileSystems.open(name) as f:
       written += sum(1 for _ in f)
+  errors = len(reasons)
   print(f"Wrote {written} answers to {prefix}-*-of-{num_shards:05d}.jsonl and {errors} "
         f"errors to {errors_file} ({written / seconds:.1f} rows/s)")
+  check_errors(written, reasons, opts.max_error_rate, errors_file)
   return dict(rows=written, errors=errors, seconds=seconds, rows_per_second=written / seconds)
+
+
+class TooManyErrors(ValueError):
+  """A prediction run that answered no row, or failed on more than --max_error_rate of
+  them: predict.py exits non-zero (its outputs stay)."""
+
+
+def check_errors(written: int, reasons: Sequence[str], max_error_rate: float,
+                 errors_file: str) -> None:
+  """Raises TooManyErrors, with the first reason, when no row was answered or the failed
+  rows are more than `max_error_rate` of all."""
+  total = written + len(reasons)
+  if written and len(reasons) <= max_error_rate * total:
+    return
+  first = f"; the first: {reasons[0]}" if reasons else ""
+  raise TooManyErrors(
+      (f"no row answered ({len(reasons)} failed{first})" if not written else
+       f"{len(reasons)} of {total} rows failed, more than --max_error_rate={max_error_rate:g}"
+       f"{first}") + f"; every error is in {errors_file}, the answers written stay")

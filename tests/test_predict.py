@@ -263,25 +263,29 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   """predict.py --runner=DirectRunner with 2 workers, the input in many chunks: the local
   answers (through the run's serving export, made in <run>/serving) sorted by index,
   contiguous shards, bad rows in the errors file with their index, line and reason; a
-  rerun writes the same bytes."""
+  rerun writes the same bytes. The run was trained on a `description` column: Beam reads
+  it, as the local path does, without --text_columns. More failed rows than
+  --max_error_rate exit non-zero with the first reason, the outputs staying."""
   import shutil  # pylint: disable=import-outside-toplevel
   from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
   monkeypatch.setattr(predict_beam, "CHUNK_BYTES", 1000)    # (the launcher plans the chunks)
   run = tmp_path / "topics"
   shutil.copytree(topics_run, run)
+  record = json.loads((run / "run_config.json").read_text())
+  (run / "run_config.json").write_text(json.dumps(dict(record, text_columns=["description"])))
   rng = np.random.default_rng(0)
   words = " ".join(TEXTS).split()
-  rows = [dict(id=f"r{i}", text=" ".join(rng.choice(words, int(rng.integers(0, 30)))))
+  rows = [dict(id=f"r{i}", description=" ".join(rng.choice(words, int(rng.integers(0, 30)))))
           for i in range(60)]
   rows[7] = "{not json"
-  rows[20] = dict(id="r20", body="no text column")
+  rows[20] = dict(id="r20", text="not the run's column")
   source = _write_rows(tmp_path / "rows.jsonl", rows)
-  good = [(i, r) for i, r in enumerate(rows) if isinstance(r, dict) and "text" in r]
+  good = [(i, r) for i, r in enumerate(rows) if isinstance(r, dict) and "description" in r]
   local = {r["id"]: a for (_, r), a in zip(good, Predictor.load(str(run)).predict(
-      [r["text"] for _, r in good]))}
+      [r["description"] for _, r in good]))}
   flags = dict(model=str(run), input_file=source, id_column="id", runner="DirectRunner",
-               direct_num_workers=2, num_shards=3, progress=False)
+               direct_num_workers=2, num_shards=3, progress=False, max_error_rate=0.05)
   result = predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"),
                                               **flags))
   assert (result["rows"], result["errors"]) == (58, 2)
@@ -297,19 +301,22 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
             (tmp_path / "a" / "out-errors.jsonl").read_text().splitlines()]
   assert [(e["index"], e["line"]) for e in errors] == [(7, 8), (20, 21)]
   assert "rows.jsonl:8: not JSON" in errors[0]["reason"]
-  assert "rows.jsonl:21: no column 'text'" in errors[1]["reason"]
+  assert "rows.jsonl:21: no column 'description'" in errors[1]["reason"]
   assert (run / "serving" / "saved_model.pb").exists()
-  # The rerun (in one process this time): the same bytes; an existing output is refused
-  # before any work.
-  predict.run(predict.PredictOptions(output_file=str(tmp_path / "b" / "out.jsonl"),
-                                     **dict(flags, direct_num_workers=1)))
+  # The rerun (in one process this time): the same bytes, though with the default
+  # --max_error_rate (0.01) its 2 failed rows of 60 end it with the first reason; an
+  # existing output is refused before any work.
+  with pytest.raises(ValueError, match=r"2 of 60 rows failed, more than --max_error_rate="
+                     r"0.01; the first: .*rows.jsonl:8: not JSON.*the answers written stay"):
+    predict.run(predict.PredictOptions(output_file=str(tmp_path / "b" / "out.jsonl"),
+                                       **dict(flags, direct_num_workers=1, max_error_rate=0.01)))
   for k in range(3):
     name = f"out-{k:05d}-of-00003.jsonl"
     assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
   with pytest.raises(FileExistsError, match="out-00000-of-00003.jsonl"):
     predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"), **flags))
   # The serving export as --model: the same answers.
-  again = Predictor.load(str(run / "serving")).predict([r["text"] for _, r in good[:10]])
+  again = Predictor.load(str(run / "serving")).predict([r["description"] for _, r in good[:10]])
   assert [a["labels"] for a in again] == [local[r["id"]]["labels"] for _, r in good[:10]]
 
 
@@ -354,7 +361,7 @@ def test_beam_sends_a_squad_row_without_context_to_the_errors_and_refuses_a_non_
   source = _write_rows(tmp_path / "questions.jsonl", rows)
   predict.run(predict.PredictOptions(model=run, input_file=source, runner="DirectRunner",
                                      output_file=str(tmp_path / "out" / "a.jsonl"),
-                                     progress=False))
+                                     progress=False, max_error_rate=0.5))
   answers = [json.loads(line) for line in
              (tmp_path / "out" / "a-00000-of-00001.jsonl").read_text().splitlines()]
   local = Predictor.load(run).predict([rows[0], rows[2]])
@@ -367,6 +374,14 @@ def test_beam_sends_a_squad_row_without_context_to_the_errors_and_refuses_a_non_
             (tmp_path / "out" / "a-errors.jsonl").read_text().splitlines()]
   assert [(e["index"], e["line"]) for e in errors] == [(1, 2)]
   assert "questions.jsonl:2: no context" in errors[0]["reason"]
+  # A run that answers no row exits non-zero with the first reason; its errors file stays.
+  bad = _write_rows(tmp_path / "bad.jsonl", [rows[1], dict(question="why?")])
+  with pytest.raises(ValueError, match=r"no row answered \(2 failed; the first: "
+                     r".*bad.jsonl:1: no context"):
+    predict.run(predict.PredictOptions(model=run, input_file=bad, runner="DirectRunner",
+                                       output_file=str(tmp_path / "out" / "bad.jsonl"),
+                                       progress=False))
+  assert len((tmp_path / "out" / "bad-errors.jsonl").read_text().splitlines()) == 2
   (tmp_path / "plain").mkdir()
   with pytest.raises(ValueError, match=r"--model=.*plain is neither a run directory"):
     predict.run(predict.PredictOptions(model=str(tmp_path / "plain"), input_file=source,

@@ -49,6 +49,9 @@ class PredictOptions(BeamFlags, Checked):
   null_score_diff_threshold: float = option(0.0, "SQuAD v2.0: no answer when the null score "
                                             "exceeds this.")
   num_shards: int = option(1, "--runner: output shards.", at_least=1)
+  max_error_rate: float = option(0.01, "--runner: the fraction of rows that may fail (a bad "
+                                 "row goes to the errors file); more, or no answer at all, "
+                                 "exits non-zero with the first reason.", at_least=0, at_most=1)
   max_batch_tokens: int = option(8192, "--runner: pieces per batch at most (a batch of long "
                                  "texts holds fewer rows).", at_least=1)
   progress: bool = option(True, "Show a progress bar (rows per second).")
