@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
-from albert_tf.data import glue, own
+from albert_tf.data import glue, ner, own
 from albert_tf.files import (LOCK_NAME, atomic_open, fingerprint, lock_directory,
                              reading_checkpoint,
                              unlock_directory, write_json)
@@ -37,6 +37,7 @@ from albert_tf.training.distribute import is_chief
 from albert_tf.training.trainer import BEST_PREFIX
 
 RECORD = "run_config.json"
+DATA = "data"        # the record's where-the-training-data-was: not what makes it another run
 LABELS = "labels.txt"
 BEST_TRIAL = "best_trial.txt"
 
@@ -52,11 +53,14 @@ class Kind:
   build: (encoder, run) -> the task model over `encoder` (an AlbertEncoder, or the
     hub.KerasLayer of the encoder SavedModel the run was fine-tuned from).
   lite: (model, run, seq_length, tokenizer) -> the TFLite module of the model, if it has one.
+  texts: (run, path) -> the text fields of each example of a data file or directory in
+    the kind's own format (what int8 TFLite calibrates on), if it has a TFLite module.
   """
   name: str
   script: str
   build: Callable
   lite: Optional[Callable] = None
+  texts: Optional[Callable] = None
 
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
@@ -70,16 +74,52 @@ def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   return LiteTagger(model, tokenizer, seq_length)
 
 
+def _classifier_texts(run: "Run", path: str) -> List[List[str]]:
+  """A classifier's examples in `path`: a GLUE run's data directory (its train.tsv), a .txt
+  file (a text a line), or a CSV, TSV or JSONL file's text columns (the run's own)."""
+  task = run.glue_task
+  if os.path.isdir(path):
+    if task is None:
+      raise ValueError(f"{path} is a directory; a run on your own files reads a .csv, .tsv, "
+                       ".jsonl or .txt file")
+    return [[e.text_a, e.text_b][:len(run.text_fields)]
+            for e in glue.read_examples(path, task, "train")]
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{path} not found")
+  if path.lower().endswith(".txt"):
+    if len(run.text_fields) != 1:
+      raise ValueError(f"{path}: a .txt file holds one text a line, but {run.path} reads "
+                       "sentence pairs; use .csv, .tsv or .jsonl")
+    with open(path, encoding="utf-8-sig") as f:
+      return [[line.rstrip("\r\n")] for line in f if line.strip()]
+  columns, texts = run.text_columns, []
+  for line, record in own.records(path):
+    missing = [c for c in columns if c not in record]
+    if missing:
+      raise ValueError(f"{path}:{line}: no column {', '.join(map(repr, missing))}; the run "
+                       f"reads {', '.join(map(repr, columns))}")
+    texts.append([str(record[c]) for c in columns])
+  return texts
+
+
+def _tagger_texts(run: "Run", path: str) -> List[List[str]]:
+  """A tagger's sentences (words joined by spaces) of a CoNLL file, or of a run_ner.py
+  data directory's train.txt."""
+  del run
+  return [[" ".join(s.words)] for s in ner.read_sentences(
+      os.path.join(path, "train.txt") if os.path.isdir(path) else path)]
+
+
 KINDS = {
     "classification": Kind(
         "classification", "run_classifier.py",
         lambda encoder, run: AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout),
-        _lite_classifier),
+        _lite_classifier, _classifier_texts),
     "token_classification": Kind(
         "token_classification", "run_ner.py",
         lambda encoder, run: AlbertTokenClassifier(encoder, len(run.labels),
                                                    dropout_rate=run.dropout),
-        _lite_tagger),
+        _lite_tagger, _tagger_texts),
     "multiple_choice": Kind(
         "multiple_choice", "run_race.py",
         lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout)),
@@ -227,6 +267,38 @@ class Run:
       return ["sentence1", "sentence2"] if len(columns) == 2 else ["sentence"]
     pairs = any(s.text_b is not None for s in task.splits.values())
     return ["sentence1", "sentence2"] if pairs else ["sentence"]
+
+  @property
+  def text_columns(self) -> List[str]:
+    """The columns of the files the run reads: your own files' text columns, or GLUE's
+    field names."""
+    return list(self.record.get("text_columns") or (
+        ["text"] if len(self.text_fields) == 1 else ["sentence1", "sentence2"]))
+
+  @property
+  def data(self) -> Dict[str, str]:
+    """Where the run's training data was, as its flags named it ({"train_file": ...} or
+    {"data_dir": ...}; {} before any training, or for a run of an older albert_tf)."""
+    return dict(self.record.get(DATA) or {})
+
+  def texts(self, path: Optional[str] = None) -> List[List[str]]:
+    """The text fields of the examples of `path` (a file or directory in the task's own
+    format), or of the run's own training data."""
+    if self.kind.texts is None:
+      raise ValueError(f"{self.flag}={self.path} holds a {self.task} run, which reads no "
+                       "example texts here")
+    if path is None:
+      if not self.data:
+        raise ValueError(f"{self.flag}={self.path} does not record its training data (a run "
+                         "of an older albert_tf, or one never trained); give a file of texts")
+      path = next(iter(self.data.values()))
+      if not os.path.exists(path):
+        raise FileNotFoundError(f"the training data of {self.flag}={self.path}, {path} (from "
+                                f"its {RECORD}), is missing; give a file of texts")
+    texts = self.kind.texts(self, path)
+    if not texts:
+      raise ValueError(f"{path}: no examples in it")
+    return texts
 
   def vocabulary(self):
     """(spm_model_file, vocab_file) the run recorded (one of them None)."""
@@ -386,7 +458,8 @@ def _holds_work(output_dir: str) -> bool:
   return False
 
 
-def claim(output_dir: str, record: dict, strategy=None, opts=None) -> None:
+def claim(output_dir: str, record: dict, strategy=None, opts=None,
+          data: Optional[Dict[str, str]] = None) -> None:
   """Locks `output_dir` for this process and records what the run is in its
   run_config.json; refuses a directory that holds another run, or (when `opts`
   trains) the same run with other training flags than it was trained with: only
@@ -394,13 +467,15 @@ def claim(output_dir: str, record: dict, strategy=None, opts=None) -> None:
 
   A directory with nothing but an earlier record (a run stopped by an input error
   before training) is taken over. Only the chief of a multi-worker cluster claims.
+  `data`: where the training data is ({flag: path}), recorded when `opts` trains and
+  not compared (a resumed run may read a moved copy).
   """
   if strategy is not None and not is_chief(strategy):
     return
   created = not os.path.isdir(output_dir)
   lock_directory(output_dir)
   try:
-    _claim(output_dir, record, opts)
+    _claim(output_dir, record, opts, data)
   except Exception:
     unlock_directory(output_dir)
     if created and not os.listdir(output_dir):
@@ -408,19 +483,23 @@ def claim(output_dir: str, record: dict, strategy=None, opts=None) -> None:
     raise
 
 
-def _claim(output_dir: str, record: dict, opts) -> None:
+def _claim(output_dir: str, record: dict, opts, data: Optional[Dict[str, str]]) -> None:
   path = os.path.join(output_dir, RECORD)
   record = json.loads(json.dumps(record, sort_keys=True))
-  training = json.loads(json.dumps(training_settings(opts))) if opts is not None and getattr(
-      opts, "do_train", False) else None
+  trains = opts is not None and getattr(opts, "do_train", False)
+  training = json.loads(json.dumps(training_settings(opts))) if trains else None
+  data = {k: os.path.abspath(v) for k, v in (data or {}).items() if v} if trains else None
   if not os.path.exists(path):
     if any(name != LOCK_NAME for name in os.listdir(output_dir)):
       raise ValueError(f"--output_dir={output_dir} exists and is not empty (and is not an "
                        "albert_tf run); use a new --output_dir")
-    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
+    write_json(path, dict(record, training=training, **({DATA: data} if data else {})),
+               indent=2, sort_keys=True)
     return
   previous = read_record(output_dir)
   trained = previous.pop("training", None)
+  had = previous.pop(DATA, None)
+  data = data or had
   if previous != record:
     changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
     if _holds_work(output_dir):
@@ -443,5 +522,6 @@ def _claim(output_dir: str, record: dict, opts) -> None:
           + "; ".join(f"--{k}={trained.get(k)} then, --{k}={training.get(k)} now" for k in changed)
           + ". Resume with the same flags (" + ", ".join(f"--{k}" for k in grow)
           + " may grow), or use a new --output_dir")
-  if dict(record, training=training) != dict(previous, training=trained):
-    write_json(path, dict(record, training=training), indent=2, sort_keys=True)
+  if (dict(record, training=training), data) != (dict(previous, training=trained), had):
+    write_json(path, dict(record, training=training, **({DATA: data} if data else {})),
+               indent=2, sort_keys=True)

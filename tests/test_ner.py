@@ -330,10 +330,11 @@ def test_int8_calibration_reads_the_training_sentences(files):
 
   train = {" ".join(s.words) for s in ner.read_sentences(os.path.join(files["data"],
                                                                       "train.txt"))}
-  drawn = export_tflite.representative_examples(files["data"], None, Module(), count=20)
+  texts = runs.KINDS["token_classification"].texts(None, files["data"])   # (the NER kind's)
+  drawn = export_tflite.representative_examples(texts, Module(), count=20)
   assert len(drawn) == 20 and all(len(d) == 1 and d[0] in train for d in drawn)
   assert len({d[0] for d in drawn}) > 10
-  assert drawn == export_tflite.representative_examples(files["data"], None, Module(), count=20)
+  assert drawn == export_tflite.representative_examples(texts, Module(), count=20)
 
 
 def _train_log(output_dir):

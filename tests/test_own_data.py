@@ -233,6 +233,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   assert set(f"f1/{t}" for t in TOPICS) <= set(evaluation)
   record = runs.read_record(str(out))
   assert (record["problem_type"], record["labels"]) == (own.MULTI, sorted(TOPICS))
+  assert record["data"] == {"train_file": os.path.abspath(files["train"])}  # (int8 TFLite's)
   assert (out / "labels.txt").read_text().split() == sorted(TOPICS)
   assert {"learning_curve.png", "best_checkpoint.png"} <= set(os.listdir(out))
   predicted = read_predictions(out / "test_predictions.jsonl")

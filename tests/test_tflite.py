@@ -1,5 +1,6 @@
 """TFLite (LiteRT) export: raw text in, the tokenizer's ids, the SavedModel's outputs."""
 
+import json
 import os
 import shutil
 import sys
@@ -179,9 +180,9 @@ def _convert(run, quantization):
   """The run's file of `quantization`, converted once per module."""
   out = run["root"] / f"{quantization}.tflite"
   if not out.exists():
+    # int8 calibrates on the run's own training data (its record says where): no flag.
     result = export_tflite.run(export_tflite.TFLiteOptions(
-        model=str(run["root"] / "out"), output_file=str(out), quantization=quantization,
-        data_dir=run["data"]))
+        model=str(run["root"] / "out"), output_file=str(out), quantization=quantization))
     assert result["tflite"]["size_mb"] * 2**20 == pytest.approx(os.path.getsize(out))
   return out
 
@@ -259,9 +260,8 @@ def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_mode
     export_tflite.run(options(output_file=str(existing)))
   assert existing.read_bytes() == b"the user's file"
   # (options() names the run by --model_dir, the old name, which errors name as given)
-  with pytest.raises(ValueError, match="--quantization=int8 needs a fine-tuning run as "
-                                       "--model_dir and --data_dir"):
-    export_tflite.run(options(quantization="int8"))
+  with pytest.raises(FileNotFoundError, match="--data_dir=.*nowhere: .*nowhere not found"):
+    export_tflite.run(options(quantization="int8", data_dir=str(tmp_path / "nowhere")))
   with pytest.raises(FileNotFoundError, match=r"--model_dir=.* is none of the model directories "
                      rf".*; nor a run's --output_dir \(no {runs.RECORD}\)"):
     export_tflite.run(options(model_dir=str(tmp_path)))
@@ -314,9 +314,59 @@ def test_bare_encoder_from_a_release_and_from_its_tf_hub_export(tmp_path, spm_mo
     export_tflite.run(export_tflite.TFLiteOptions(model=str(release),
                                               hub_module=hub_dir,
                                               output_file=str(tmp_path / "x.tflite")))
-  with pytest.raises(ValueError, match="int8 needs a fine-tuning run as --model and --data_dir"):
+  with pytest.raises(ValueError, match="int8 needs a fine-tuning run as --model"):
     export_tflite.run(export_tflite.TFLiteOptions(model=hub_dir, quantization="int8",
                                               output_file=str(tmp_path / "x.tflite")))
+  assert not (tmp_path / "x.tflite").exists()
+
+
+def test_int8_of_an_own_files_run_calibrates_on_its_training_file(tmp_path, spm_model):
+  """A run on your own files (here a `description` column) calibrates int8 on the training
+  file its record names, read as the run reads it, or on --calibration_file (.txt: a text a
+  line); the file gives the classifier's probabilities within int8's error. A run that
+  records no training data, and a file without the run's column, say so in one line."""
+  rng = np.random.default_rng(0)
+  words = " ".join(CORPUS).split()
+  rows = [dict(description=" ".join(rng.choice(words, 12)), label=str(i % 2)) for i in range(40)]
+  train = tmp_path / "train.jsonl"
+  train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+  model = AlbertClassifier(AlbertEncoder(CFG), 2)
+  record = dict(task="classification", model=CFG, hub=None, do_lower_case=True,
+                max_seq_length=SEQ, spm_model_file=spm_model,
+                problem_type="single_label_classification", labels=["0", "1"],
+                text_columns=["description"], label_column="label", label_delimiter=None)
+  model({k: tf.zeros([1, SEQ], tf.int32) for k in ("input_word_ids", "input_mask",
+                                                    "input_type_ids")})
+  run = runs.write_run(str(tmp_path / "own"), dict(record, data={"train_file": str(train)}),
+                       model)
+  assert runs.Run.read(run).texts() == [[r["description"]] for r in rows]
+  out = tmp_path / "own.tflite"
+  export_tflite.run(export_tflite.TFLiteOptions(model=run, output_file=str(out),
+                                                quantization="int8"))
+  runner = litert(out.read_bytes()).get_signature_runner()
+  assert set(runner.get_input_details()) == {"sentence"}
+  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
+  for r in rows[:5]:
+    got = runner(sentence=np.array([r["description"].encode()], dtype=object))["probabilities"]
+    packed = packing.pack_inputs(tokenizer.encode(r["description"]), None, SEQ,
+                                 tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    want = tf.nn.softmax(model({k: tf.constant([v]) for k, v in packed.items()},
+                               training=False)).numpy()
+    np.testing.assert_allclose(got, want, atol=0.05)
+  lines = tmp_path / "texts.txt"
+  lines.write_text("the first text\n\nthe second\n")
+  assert runs.Run.read(run).texts(str(lines)) == [["the first text"], ["the second"]]
+  with pytest.raises(ValueError, match=r"--calibration_file=.*pairs.jsonl: .*pairs.jsonl:1: "
+                                       r"no column 'description'"):
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(dict(text="x")) + "\n")
+    export_tflite.run(export_tflite.TFLiteOptions(
+        model=run, output_file=str(tmp_path / "x.tflite"), quantization="int8",
+        calibration_file=str(tmp_path / "pairs.jsonl")))
+  runs.write_run(run, record)     # as an older albert_tf recorded it: no training data
+  with pytest.raises(ValueError, match=r"--quantization=int8: .*does not record its training "
+                                       r"data.*--calibration_file"):
+    export_tflite.run(export_tflite.TFLiteOptions(model=run, output_file=str(tmp_path / "x.tflite"),
+                                                  quantization="int8"))
   assert not (tmp_path / "x.tflite").exists()
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
-from albert_tf.data import glue, ner
+from albert_tf.data import glue
 from albert_tf.files import atomic_path, writing
 from albert_tf.export.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
 
@@ -25,18 +25,11 @@ OLD_NAMES = ("model_dir", "albert_directory", "hub_module")
 LITE_KINDS = [name for name, kind in runs.KINDS.items() if kind.lite is not None]
 
 
-def representative_examples(data_dir: str, task: Optional[glue.GlueTask], module,
-                            count: int = 100, seed: int = 0) -> List[Dict[str, np.ndarray]]:
-  """`count` examples of the task's train split (drawn with `seed`) as `module`'s inputs;
-  with no GLUE task, sentences of a run_ner.py --data_dir's train.txt (words joined by
-  spaces)."""
-  if task is None:
-    texts = [[" ".join(s.words)] for s in ner.read_sentences(os.path.join(data_dir, "train.txt"))]
-  else:
-    texts = [[e.text_a, e.text_b][:len(module.text_fields)]
-             for e in glue.read_examples(data_dir, task, "train")]
+def representative_examples(texts: Sequence[Sequence[str]], module, count: int = 100,
+                            seed: int = 0) -> List[Dict[str, np.ndarray]]:
+  """`count` of the examples' texts (drawn with `seed`) as `module`'s inputs."""
   order = np.random.default_rng(seed).permutation(len(texts))[:count]
-  return [module.example(texts[i]) for i in order]
+  return [module.example(list(texts[i])) for i in order]
 
 
 def example_inputs(example: glue.InputExample, text_fields: Sequence[str]
@@ -66,9 +59,12 @@ class TFLiteOptions(Checked):
                              "matmuls, calibrated on --data_dir).", choices=QUANTIZATIONS)
   max_seq_length: Optional[int] = option(None, "Packed length (default: the run's; 128 for "
                                          "a bare encoder).", at_least=3)
-  data_dir: Optional[str] = option(None, "The task's data directory (GLUE's, or run_ner.py's): "
-                                   "train.tsv (train.txt) gives the representative examples "
-                                   "of --quantization=int8.")
+  calibration_file: Optional[str] = option(
+      None, "--quantization=int8: the examples that calibrate the activation ranges, in the "
+      "run's own format (your own files: .csv, .tsv, .jsonl with the run's text columns, or "
+      ".txt, a text a line; NER: CoNLL). Default: the run's own training data.")
+  data_dir: Optional[str] = option(None, "The task's data directory (GLUE's, or run_ner.py's), "
+                                   "as --calibration_file: its train.tsv (train.txt).")
   num_threads: int = option(1, "Threads of the latency check.", at_least=1)
 
 
@@ -80,9 +76,12 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   value, flag = sources.model_flag(opts, OLD_NAMES)
   path = sources.locate(value, flag)
   is_run = runs.Run.exists(path)
-  if opts.quantization == "int8" and not (is_run and opts.data_dir):
-    raise ValueError(f"--quantization=int8 needs a fine-tuning run as {flag} and --data_dir "
-                     "(the task's data: its train.tsv calibrates the activation ranges)")
+  if opts.calibration_file and opts.data_dir:
+    raise ValueError("pass --calibration_file or --data_dir, not both")
+  calibration = opts.calibration_file or opts.data_dir
+  if opts.quantization == "int8" and not is_run:
+    raise ValueError(f"--quantization=int8 needs a fine-tuning run as {flag} (its training "
+                     "data, or --calibration_file, calibrates the activation ranges)")
   if is_run:
     run_ = runs.Run.read(path, flag, LITE_KINDS)
     config, text_fields = run_.config, run_.text_fields
@@ -101,8 +100,13 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   representative, examples = None, None
   if is_run:
     module = run_.lite_module(seq_length, tokenizer)
-    if opts.data_dir:
-      examples = representative_examples(opts.data_dir, run_.glue_task, module)
+    if calibration or opts.quantization == "int8":
+      try:
+        examples = representative_examples(run_.texts(calibration), module)
+      except (ValueError, FileNotFoundError) as e:
+        given = "--calibration_file" if opts.calibration_file else "--data_dir"
+        raise type(e)(f"{given}={calibration}: {e}" if calibration else
+                      f"--quantization=int8: {e} (--calibration_file)") from None
       representative = lambda: iter(examples)
     what = f"{run_.checkpoint} ({run_.task}"
   else:

@@ -263,7 +263,8 @@ class FinetuningTask:
     self.check_outputs()
     runs.claim(opts.output_dir, dict(task=self.name, **self.source.record(),
                                      max_seq_length=opts.max_seq_length, **self.run_record()),
-               self.strategy, opts)
+               self.strategy, opts, {k: getattr(opts, k, None) for k in ("train_file",
+                                                                          "data_dir")})
     self.build_features()
     self._predict_fns = {}
     self._trained_model = None   # set by train(); inference reuses it
