@@ -273,11 +273,9 @@ def serving_model(model: str) -> str:
                   overwrite=True, record=record)
   else:
     from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
-    problem = run.problem_type or own.SINGLE
-    export_classifier(model_, path, tokenizer, run.max_seq_length,
-                      None if problem == own.REGRESSION else tuple(run.labels),
+    export_classifier(model_, path, tokenizer, run.max_seq_length, run.problem.export_labels,
                       pairs=len(run.text_fields) == 2, overwrite=True, record=record,
-                      multi_label_threshold=0.5 if problem == own.MULTI else None)
+                      multi_label_threshold=run.problem.serving_threshold(0.5))
   return path
 
 

@@ -9,7 +9,7 @@ put back in input order, so short texts do not pay for long ones.
 What each kind of run answers, per example:
 
 - run_classifier.py (GLUE, your own files): the fields of `test_predictions.jsonl`
-  (`albert_tf.data.own.answer`): `label` and `probabilities` (label -> p), multi-label
+  (`albert_tf.problems`): `label` and `probabilities` (label -> p), multi-label
   `labels` (over the threshold) and `probabilities` (sigmoids), regression `score`;
 - run_ner.py: `entities`, `{"type", "text", "start", "end"}` in characters
   (`text[start:end]` is the entity), as its exported tagger finds them;
@@ -37,8 +37,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import runs
-from albert_tf.data import own, squad
+from albert_tf import problems, runs
+from albert_tf.data import squad
 from albert_tf.data.race import qa_text, pack_choice
 from albert_tf.export.loading import export_record
 from albert_tf.files import atomic_open
@@ -85,7 +85,7 @@ class Predictor:
   where: str
   forward: Optional[Callable] = None
   strings: Optional[Callable] = None
-  problem: Optional[own.Problem] = None
+  problem: Optional[problems.Problem] = None
   seq_length: int = 512
 
   # ------------------------------------------------------------------------- loading
@@ -155,9 +155,7 @@ class Predictor:
       forward = tensorflow_forward(model)
     fields, problem, strings = FIELDS.get(kind), None, None
     if kind == "classification":
-      problem = own.Problem(run.problem_type or own.SINGLE, run.labels or [])
-      fields = list(run.record.get("text_columns") or (
-          ["text"] if len(run.text_fields) == 1 else ["sentence1", "sentence2"]))
+      problem, fields = run.problem, run.text_columns
     elif kind == "token_classification" and load_model:
       record = run.record
       strings = tagger_module(model, tokenizer, run.max_seq_length, record["doc_stride"],
@@ -186,7 +184,7 @@ class Predictor:
       raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
                        "does not say its labels; export it again (run_classifier.py "
                        "--export_dir), or give its run directory")
-    problem = own.Problem(record["problem_type"], record["labels"])
+    problem = problems.Problem.of(record["problem_type"], record["labels"])
     inputs = record["inputs"]
     fields = ["text"] if len(inputs) == 1 else list(inputs)
     strings = None
@@ -291,10 +289,10 @@ class Predictor:
       for batch in self._batches([sum(map(len, r)) for r in rows], progress, "predicting"):
         texts = [tf.constant([rows[r][i] for r in batch]) for i in range(len(self.fields))]
         outputs = self.strings(texts)
-        values = (outputs["score"].numpy()[:, None] if self.problem.type == own.REGRESSION
-                  else outputs["probabilities"].numpy())
+        values = (outputs["probabilities"] if "probabilities" in outputs
+                  else outputs["score"]).numpy()                     # [B, C], or the scores [B]
         for j, r in enumerate(batch):
-          out[r] = own.answer_of_probabilities(self.problem, values[j], threshold)
+          out[r] = self.problem.answer_of_outputs(values[j], threshold)
       return out
     tokenizer, seq = self.tokenizer, self.seq_length
     packed = []
@@ -303,7 +301,7 @@ class Predictor:
       packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
                                 tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
     logits = self._run(packed, progress)["logits"]
-    return [own.answer(self.problem, row, threshold) for row in logits]
+    return [self.problem.answer(row, threshold) for row in logits]
 
   def _run(self, packed: List[Dict[str, list]], progress: bool,
            extra: Sequence[str] = ()) -> Dict[str, np.ndarray]:

@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
+from albert_tf import problems
 from albert_tf.data import glue, ner, own
 from albert_tf.files import (LOCK_NAME, atomic_open, fingerprint, lock_directory,
                              reading_checkpoint,
@@ -65,8 +66,7 @@ class Kind:
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
-  output = {own.MULTI: "sigmoid", own.REGRESSION: "score"}.get(run.problem_type, "softmax")
-  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, output)
+  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, run.problem)
 
 
 def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
@@ -241,22 +241,25 @@ class Run:
     return None
 
   @property
+  def problem(self) -> Optional[problems.Problem]:
+    """A classifier's problem (`albert_tf.problems`): your own files' recorded one, a GLUE
+    task's; None for other kinds."""
+    if self.kind.name != "classification":
+      return None
+    task = self.glue_task
+    if task is not None and not self.record.get("problem_type"):
+      return problems.Problem.of_glue(task)
+    return problems.Problem.of(self.record.get("problem_type"), self.record.get("labels") or [])
+
+  @property
   def problem_type(self) -> Optional[str]:
     """transformers' name of a classifier's problem."""
-    if self.record.get("problem_type"):
-      return self.record["problem_type"]
-    task = self.glue_task
-    if task is None:
-      return None
-    return own.REGRESSION if task.is_regression else own.SINGLE
+    return self.problem.type if self.problem is not None else None
 
   @property
   def num_outputs(self) -> int:
     """A classifier's outputs: one per label, or one score."""
-    if self.problem_type == own.REGRESSION:
-      return 1
-    task = self.glue_task
-    return task.num_labels if task is not None else len(self.record.get("labels") or [])
+    return self.problem.num_outputs
 
   @property
   def text_fields(self) -> List[str]:

@@ -62,8 +62,8 @@ def prepare(work: str) -> None:
   """The run directory, the texts (.txt and .jsonl) and the Hugging Face directory."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
-  from albert_tf import AlbertClassifier, AlbertEncoder, runs  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import own, sample_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertClassifier, AlbertEncoder, problems, runs  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
   from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top
   from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
   corpus = sample_corpus.write_pydoc_corpus(os.path.join(work, "pydoc.txt"))
@@ -81,7 +81,7 @@ def prepare(work: str) -> None:
   model.classifier.output_weights.assign(rng.normal(0, 1, model.classifier.output_weights.shape))
   runs.write_run(os.path.join(work, "run"), dict(
       task="classification", model=config.to_dict(), hub=None, spm_model_file=spm,
-      do_lower_case=True, max_seq_length=512, problem_type=own.SINGLE, labels=LABELS,
+      do_lower_case=True, max_seq_length=512, problem_type=problems.SINGLE, labels=LABELS,
       text_columns=["text"]), model)
   tokenizer = FullTokenizer(spm_model_file=spm)
   words = " ".join(s.strip() for s in open(corpus, encoding="utf-8")).split()

@@ -24,20 +24,25 @@ ALLOWED = {
     "data": {"text", "files", "cli", "progress"},
     "training": {"modeling", "files", "progress"},
     "formats": {"modeling", "text", "files"},
-    "export": {"formats", "modeling", "text", "data", "cli", "files"},
+    # What a classifier learns (single-label, multi-label, regression): its targets, loss,
+    # metrics and outputs, over the data it reads and the metrics it computes.
+    "problems.py": {"data", "training", "files"},
+    "export": {"problems", "formats", "modeling", "text", "data", "cli", "files"},
     # The owner of a trained run's record: below the tasks that write it, above what it
     # rebuilds a run's model from.
-    "runs.py": {"modeling", "text", "data", "formats", "export", "training", "files", "cli"},
+    "runs.py": {"problems", "modeling", "text", "data", "formats", "export", "training", "files",
+                "cli"},
     # The one resolver of "the model to read": a model directory or name (formats), or a
     # run (runs), with its vocabulary checked once.
     "sources.py": {"runs", "modeling", "text", "data", "formats", "files", "cli"},
     # A run's answers for new text: through the run's owner, never a reader of its own.
-    "predictor.py": {"runs", "export", "modeling", "text", "data", "files", "progress"},
+    "predictor.py": {"runs", "problems", "export", "modeling", "text", "data", "files",
+                     "progress"},
     # The same answers for a corpus, on Apache Beam: the predictor's, through RunInference.
     "predict_beam.py": {"predictor", "runs", "export", "data", "files"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
-    "commands": {"sources", "runs", "predictor", "predict_beam", "export", "formats", "modeling", "text", "data", "training", "files",
+    "commands": {"sources", "runs", "problems", "predictor", "predict_beam", "export", "formats", "modeling", "text", "data", "training", "files",
                  "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),

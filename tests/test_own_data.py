@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from albert_tf import problems
 from albert_tf.data import own
 from common import assert_close
 
@@ -45,26 +46,26 @@ def test_tsv_and_json_lines(tmp_path):
 
 def test_the_problem_is_decided_from_the_labels_in_natural_order(tmp_path):
   def problem(records, **kw):
-    return own.decide_problem(own.read_rows(jsonl(tmp_path / "p.jsonl", records),
+    return problems.decide(own.read_rows(jsonl(tmp_path / "p.jsonl", records),
                                             own.Columns(**kw)))
   multi = problem([{"text": "a", "label": ["sport", "art"]}, {"text": "b", "label": ["war"]}])
-  assert (multi.type, multi.labels) == (own.MULTI, ["art", "sport", "war"])
+  assert (multi.type, multi.labels) == (problems.MULTI, ["art", "sport", "war"])
   single = problem([{"text": "a", "label": 10}, {"text": "b", "label": 9}, {"text": "c", "label": 2}])
-  assert (single.type, single.labels) == (own.SINGLE, ["2", "9", "10"])   # numbers by value
-  assert problem([{"text": "a", "label": 1}, {"text": "b", "label": 2.5}]).type == own.REGRESSION
+  assert (single.type, single.labels) == (problems.SINGLE, ["2", "9", "10"])   # numbers by value
+  assert problem([{"text": "a", "label": 1}, {"text": "b", "label": 2.5}]).type == problems.REGRESSION
   assert problem([{"text": "a", "label": "pos"}, {"text": "b", "label": "neg"}]).labels == [
       "neg", "pos"]
   # A CSV cell of several labels is multi-label once --label_delimiter splits it.
   cells = write(tmp_path / "m.csv", "text,label\na,sport|art\nb,war\n")
   rows = own.read_rows(cells, own.Columns(label_delimiter="|"))
-  found = own.decide_problem(rows)
-  assert (found.type, found.labels) == (own.MULTI, ["art", "sport", "war"])
-  assert own.targets(rows, found) == [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+  found = problems.decide(rows)
+  assert (found.type, found.labels) == (problems.MULTI, ["art", "sport", "war"])
+  assert problems.targets(rows, found) == [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
   # Given, not decided: integers as regression targets.
   ints = own.read_rows(jsonl(tmp_path / "r.jsonl", [{"text": "a", "label": 1},
                                                     {"text": "b", "label": 3}]), own.Columns())
-  assert own.targets(ints, own.decide_problem(ints, own.REGRESSION)) == [1.0, 3.0]
-  assert own.targets(ints, own.decide_problem(ints)) == [0, 1]
+  assert problems.targets(ints, problems.decide(ints, problems.REGRESSION)) == [1.0, 3.0]
+  assert problems.targets(ints, problems.decide(ints)) == [0, 1]
 
 
 def test_a_test_file_without_labels_is_read_for_prediction(tmp_path):
@@ -100,18 +101,18 @@ def test_bad_labels_are_one_error_naming_the_line(tmp_path):
                                                          {"text": "b", "label": "y"}]),
                         own.Columns())
   with pytest.raises(ValueError, match=r"mixed.jsonl:2: label 'y' is not a list, unlike line 1"):
-    own.decide_problem(mixed, path=str(tmp_path / "mixed.jsonl"))
+    problems.decide(mixed, path=str(tmp_path / "mixed.jsonl"))
   words = own.read_rows(write(tmp_path / "r.csv", "text,label\na,1.5\nb,high\n"), own.Columns())
   with pytest.raises(ValueError, match=r"r.csv:3: regression label 'high' is not a number"):
-    own.decide_problem(words, own.REGRESSION, path=str(tmp_path / "r.csv"))
+    problems.decide(words, problems.REGRESSION, path=str(tmp_path / "r.csv"))
   train = own.read_rows(write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\n"), own.Columns())
-  problem = own.decide_problem(train)
+  problem = problems.decide(train)
   dev = own.read_rows(write(tmp_path / "dev.csv", "text,label\nc,pos\nd,meh\n"), own.Columns())
   with pytest.raises(ValueError, match=r"dev.csv:3: label 'meh' is not among the training "
                                        r"labels \(neg, pos\)"):
-    own.targets(dev, problem, str(tmp_path / "dev.csv"))
+    problems.targets(dev, problem, str(tmp_path / "dev.csv"))
   with pytest.raises(ValueError, match="choose one of auto, single_label_classification"):
-    own.decide_problem(train, "multilabel")
+    problems.decide(train, "multilabel")
   with pytest.raises(FileNotFoundError, match="--train_file=.*gone.csv not found"):
     own.read_rows(str(tmp_path / "gone.csv"), own.Columns(), flag="--train_file")
 
@@ -232,7 +233,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   assert evaluation["exact_match"] >= 0.3 > evaluation["baseline_exact_match"]
   assert set(f"f1/{t}" for t in TOPICS) <= set(evaluation)
   record = runs.read_record(str(out))
-  assert (record["problem_type"], record["labels"]) == (own.MULTI, sorted(TOPICS))
+  assert (record["problem_type"], record["labels"]) == (problems.MULTI, sorted(TOPICS))
   assert record["data"] == {"train_file": os.path.abspath(files["train"])}  # (int8 TFLite's)
   assert (out / "labels.txt").read_text().split() == sorted(TOPICS)
   assert {"learning_curve.png", "best_checkpoint.png"} <= set(os.listdir(out))
@@ -272,7 +273,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   convert.run(convert.ConvertOptions(model=str(out), output_format="hf",
                                      output_dir=str(tmp_path / "hf")))
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
-  assert config["problem_type"] == own.MULTI and config["architectures"] == [
+  assert config["problem_type"] == problems.MULTI and config["architectures"] == [
       "AlbertForSequenceClassification"]
   assert [config["id2label"][str(i)] for i in range(4)] == sorted(TOPICS)
   written, _ = build_hf_model(str(tmp_path / "hf"))
@@ -286,7 +287,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   convert.run(convert.ConvertOptions(model=str(out), output_format="keras_hub",
                                      output_dir=str(tmp_path / "preset")))
   metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
-  assert (metadata["problem_type"], metadata["labels"]) == (own.MULTI, sorted(TOPICS))
+  assert (metadata["problem_type"], metadata["labels"]) == (problems.MULTI, sorted(TOPICS))
   task = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"),
                                                            preprocessor=None)
   theirs = np.asarray(task(dict(token_ids=ids, padding_mask=np.ones_like(ids),
@@ -294,7 +295,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   ours = runs.Run.read(str(out)).model()(inputs).numpy()
   assert_close(theirs, 1 / (1 + np.exp(-ours)), 1e-5)
   back = sources.read(str(tmp_path / "preset"))
-  assert (back.problem_type, back.labels) == (own.MULTI, sorted(TOPICS))
+  assert (back.problem_type, back.labels) == (problems.MULTI, sorted(TOPICS))
   # TFLite: raw text in, each label's sigmoid out (float32 weights: within 1e-4).
   from albert_tf.commands import export_tflite  # pylint: disable=import-outside-toplevel
   from test_tflite import litert  # pylint: disable=import-outside-toplevel
@@ -373,28 +374,25 @@ def test_own_files_and_a_glue_task_are_one_or_the_other(model, tmp_path):
 def test_the_best_checkpoint_picture_draws_the_dev_results(tmp_path):
   """best_checkpoint.png beside learning_curve.png: what it draws, from known logits."""
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from albert_tf.tasks import own_data  # pylint: disable=import-outside-toplevel
-  single = own.Problem(own.SINGLE, ["a", "b", "c"])
+  single = problems.Problem.of(problems.SINGLE, ["a", "b", "c"])
   targets = np.array([0, 0, 1, 2, 2, 2])
   logits = np.eye(3)[[0, 1, 1, 2, 2, 0]] * 4.0                              # 4 of 6 right
-  drawn = own_data.best_checkpoint_picture(single, targets, logits, 0.5,
-                                           str(tmp_path / "single.png"), "dev")
+  drawn = single.picture(targets, logits, 0.5, str(tmp_path / "single.png"), "dev")
   assert drawn.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
-  metrics = own_data.problem_metrics(single, targets, logits, 0.5)
+  metrics = single.metrics(targets, logits, 0.5)
   assert np.trace(drawn) / drawn.sum() == pytest.approx(metrics["accuracy"])
 
-  multi = own.Problem(own.MULTI, ["x", "y"])
+  multi = problems.Problem.of(problems.MULTI, ["x", "y"])
   targets = np.array([[1, 0], [1, 1], [0, 1], [0, 0]], np.float32)
   logits = np.array([[3, -3], [3, -3], [-3, 3], [3, -3]], np.float32)
-  drawn = own_data.best_checkpoint_picture(multi, targets, logits, 0.5,
-                                           str(tmp_path / "multi.png"), "dev")
-  metrics = own_data.problem_metrics(multi, targets, logits, 0.5)
+  drawn = multi.picture(targets, logits, 0.5, str(tmp_path / "multi.png"), "dev")
+  metrics = multi.metrics(targets, logits, 0.5)
   assert drawn == pytest.approx({"x": 0.8, "y": 2 / 3})   # x: 2 of 3 chosen right; y: 1 of 2 found
   assert drawn == pytest.approx({k: metrics[f"f1/{k}"] for k in ("x", "y")})
 
-  regression = own.Problem(own.REGRESSION, [])
-  true, predicted = drawn = own_data.best_checkpoint_picture(
-      regression, np.array([0.5, 1.5, 3.0]), np.array([[0.4], [1.7], [2.0]]), 0.5,
+  regression = problems.Problem.of(problems.REGRESSION)
+  true, predicted = drawn = regression.picture(
+      np.array([0.5, 1.5, 3.0]), np.array([[0.4], [1.7], [2.0]]), 0.5,
       str(tmp_path / "scores.png"), "dev")
   assert true.tolist() == [0.5, 1.5, 3.0] and predicted.tolist() == [0.4, 1.7, 2.0]
   for name in ("single", "multi", "scores"):

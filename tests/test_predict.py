@@ -8,8 +8,7 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, Predictor, runs
-from albert_tf.data import own
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, Predictor, problems, runs
 from common import assert_close, run_script, write_classifier_run
 
 CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -36,7 +35,7 @@ def topics_run(tmp_path_factory, spm_model):
   learning, are under test)."""
   root = tmp_path_factory.mktemp("predict")
   _classifier(root, "topics", 4, 0, task="classification", spm_model_file=spm_model,
-              problem_type=own.MULTI, labels=["code", "data", "files", "system"],
+              problem_type=problems.MULTI, labels=["code", "data", "files", "system"],
               text_columns=["text"])
   return root / "topics"
 
@@ -272,8 +271,8 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   monkeypatch.setattr(predict_beam, "CHUNK_BYTES", 1000)    # (the launcher plans the chunks)
   run = tmp_path / "topics"
   shutil.copytree(topics_run, run)
-  record = json.loads((run / "run_config.json").read_text())
-  (run / "run_config.json").write_text(json.dumps(dict(record, text_columns=["description"])))
+  record = json.loads((run / runs.RECORD).read_text())
+  (run / runs.RECORD).write_text(json.dumps(dict(record, text_columns=["description"])))
   rng = np.random.default_rng(0)
   words = " ".join(TEXTS).split()
   rows = [dict(id=f"r{i}", description=" ".join(rng.choice(words, int(rng.integers(0, 30)))))

@@ -23,9 +23,8 @@ import os
 import shutil
 from typing import Dict, Optional
 
-from albert_tf import sources
+from albert_tf import problems, sources
 from albert_tf.cli import Checked, option
-from albert_tf.data import own
 from albert_tf.files import atomic_directory
 from albert_tf.formats import huggingface, keras_hub
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
@@ -89,7 +88,7 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
         source.model, tmp, spm, num_classes=source.model.num_classes if classifier else None,
         dropout=source.classifier_dropout_prob,
         sequence_length=source.max_seq_length or source.config.max_position_embeddings,
-        activation="sigmoid" if source.problem_type == own.MULTI else None,
+        activation=problems.Problem.of(source.problem_type).activation,
         labels=source.labels if classifier else None,
         problem_type=source.problem_type if classifier else None)
     files = sorted(os.listdir(tmp))

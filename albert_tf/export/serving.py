@@ -13,7 +13,7 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
 
-from albert_tf.data import own
+from albert_tf import problems
 from albert_tf.export.loading import EXPORT_RECORD
 from albert_tf.export.tf_hub import attach_vocabulary, atomic_export
 from albert_tf.modeling.layers.dropout import random_generators
@@ -26,7 +26,7 @@ class _ServingClassifier(tf.Module):
   """Raw sentences -> tokenizer -> packer -> classifier -> probabilities (or scores)."""
 
   def __init__(self, model, tokenizer: AlbertTokenizer, seq_length: int,
-               labels: Optional[Tuple[str, ...]], threshold: Optional[float] = None,
+               problem: problems.Problem, threshold: Optional[float] = None,
                multi_label_threshold: Optional[float] = None):
     super().__init__(name="albert_classifier")
     # Saved: what `classify` reads (the variables, the dropout generators made now, since one
@@ -43,24 +43,12 @@ class _ServingClassifier(tf.Module):
       width = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], 1)), 1)
       return model({k: v[:, :width] for k, v in packed.items()}, training=False)  # [B, C]
     self._logits = logits
-    self._threshold, self._labels = threshold, labels
-    self._multi_label_threshold = multi_label_threshold
+    self._threshold, self._multi_label_threshold = threshold, multi_label_threshold
+    self._problem = problem
 
   def classify(self, segments):
     logits = self._logits(segments)                                          # [B, C]
-    if self._labels is None:
-      outputs = {"score": logits[:, 0]}                                      # [B]
-    elif self._multi_label_threshold is not None:
-      probabilities = tf.sigmoid(logits)                                     # [B, C]
-      chosen = probabilities > self._multi_label_threshold                   # [B, C]
-      names = tf.broadcast_to(tf.constant(self._labels), tf.shape(chosen))   # [B, C]
-      outputs = {"probabilities": probabilities, "label_mask": chosen,
-                 "labels": tf.where(chosen, names, "")}                      # "" not chosen
-    else:
-      label_ids = tf.argmax(logits, -1, output_type=tf.int32)                # [B]
-      outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),            # [B, C]
-                 "label_ids": label_ids,
-                 "labels": tf.gather(tf.constant(self._labels), label_ids)}
+    outputs = self._problem.serving_outputs(logits, self._multi_label_threshold)
     if self._threshold is not None:  # the original's --threshold_to_export, served along
       outputs["threshold"] = tf.fill(tf.shape(logits)[:1], self._threshold)  # [B]
     return outputs
@@ -86,11 +74,12 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
   what it was made from (`record`).
   """
   export_path = os.path.abspath(export_path)
+  problem = problems.Problem.of_outputs(labels, multi_label_threshold)
   with atomic_export(export_path, overwrite) as (saved, staging):
     root = _ServingClassifier(model, AlbertTokenizer(tokenizer.spm_model_file,
                                                      tokenizer.do_lower_case,
                                                      tokenizer.vocab_file),
-                              seq_length, labels, threshold, multi_label_threshold)
+                              seq_length, problem, threshold, multi_label_threshold)
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
     if pairs:
       root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
@@ -99,10 +88,8 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
     else:
       root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
                                   input_signature=[spec("sentence1")], autograph=False)
-    problem = (own.REGRESSION if labels is None else own.MULTI
-               if multi_label_threshold is not None else own.SINGLE)
     save_serving(root, saved, staging, tokenizer, dict(
-        kind="classifier", problem_type=problem, labels=list(labels or []),
+        kind="classifier", problem_type=problem.type, labels=list(labels or []),
         inputs=["sentence1", "sentence2"] if pairs else ["sentence1"], seq_length=seq_length,
         multi_label_threshold=multi_label_threshold, **(record or {})))
   logging.info("Exported the classifier SavedModel to %s", export_path)

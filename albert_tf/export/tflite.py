@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.problems import Problem
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.tracing import inference_only
 from albert_tf.modeling.models import ENCODER_INPUTS as INPUT_KEYS, AlbertClassifier
@@ -86,27 +87,18 @@ class LiteClassifier(_LiteModule):
       signature takes raw text) or WordPiece (the signature takes packed ids).
     seq_length: packed length.
     text_fields: the task's text fields, one or two segments.
-    output: "softmax" (`probabilities` [1, C] of one label), "sigmoid" (`probabilities`
-      [1, C], each label's own: multi-label) or "score" ([1]: regression).
+    problem: its `albert_tf.problems.Problem`, which says the outputs: `probabilities`
+      [1, C] (softmax of one label, or each label's sigmoid) or `score` [1].
   """
 
-  OUTPUTS = ("softmax", "sigmoid", "score")
-
   def __init__(self, model: AlbertClassifier, tokenizer: FullTokenizer, seq_length: int,
-               text_fields: Sequence[str], output: str = "softmax"):
-    if output not in self.OUTPUTS:
-      raise ValueError(f"output={output!r}: one of {', '.join(self.OUTPUTS)}")
-    self.model, self.output = model, output
+               text_fields: Sequence[str], problem: Problem):
+    self.model, self.problem = model, problem
     random_generators(model)   # made now: one made in the first trace traces it twice
     super().__init__(tokenizer, seq_length, text_fields, "albert_lite_classifier")
 
   def _serve(self, inputs):
-    logits = self.model(inputs, training=False)                                  # [1, C]
-    if self.output == "score":
-      return {"score": logits[:, 0]}                                            # [1]
-    if self.output == "sigmoid":
-      return {"probabilities": tf.sigmoid(logits)}                              # [1, C]
-    return {"probabilities": tf.nn.softmax(logits, axis=-1)}                    # [1, C]
+    return self.problem.lite_outputs(self.model(inputs, training=False))        # logits [1, C]
 
 
 class LiteTagger(_LiteModule):

@@ -16,7 +16,8 @@ from absl import logging
 import numpy as np
 
 from albert_tf.cli import TPU_FLAGS, option
-from albert_tf.data import glue, own
+from albert_tf import problems
+from albert_tf.data import glue
 from albert_tf.files import atomic_open, write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
@@ -49,9 +50,8 @@ class ClassifierOptions(StepOptions):
                                           "cell, split by this (e.g. |): multi-label.")
   problem_type: str = option("auto", "Your files: auto (list labels: multi-label; numbers with "
                              "a non-integer: regression; else single-label), or one of "
-                             "transformers' names.", choices=("auto",
-                             "single_label_classification", "multi_label_classification",
-                             "regression"))
+                             "transformers' names.", choices=(problems.AUTO,
+                             *problems.TYPES))
   multi_label_threshold: float = option(0.5, "Multi-label: a label is predicted when its "
                                         "sigmoid is above this.")
   best_metric: Optional[str] = option(None, "Your files: the dev metric that picks "
@@ -70,7 +70,7 @@ class ClassifierOptions(StepOptions):
 def per_example_loss(task: glue.GlueTask):
   """The original losses: softmax cross-entropy, or squared error for regression (those of
   your own files' single-label and regression problems)."""
-  return own_data_loss(own.REGRESSION if task.is_regression else own.SINGLE)
+  return own_data_loss(problems.Problem.of_glue(task))
 
 
 def majority_baseline(train: Sequence[glue.InputExample], dev: Sequence[glue.InputExample],

@@ -15,46 +15,30 @@ scores); --do_predict writes `test_predictions.jsonl`, one object per test row.
 
 import json
 import os
-from typing import Dict, List
+from typing import Dict
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import runs
+from albert_tf import problems, runs
 from albert_tf.data import own
 from albert_tf.data.records import read_dataset, write_records
 from albert_tf.files import atomic_open, fingerprint, write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask
 from albert_tf.text.packing import pack_inputs
-from albert_tf.training import logs, metrics as metrics_lib
 
-BEST_METRIC = {own.SINGLE: "accuracy", own.MULTI: "micro_f1", own.REGRESSION: "pearson"}
 PREDICTIONS = "test_predictions.jsonl"
 PICTURE = "best_checkpoint.png"
 _SPLIT_FLAGS = dict(train="--train_file", dev="--dev_file", test="--test_file")
 
 
-def per_example_loss(problem_type: str):
-  """The loss of each example, as transformers computes it for `problem_type`."""
+def per_example_loss(problem: problems.Problem):
+  """The loss of each example, as transformers computes it for `problem`."""
   def loss_fn(model, batch, training):
-    logits = model(batch, training=training)                                  # [b, C]
-    labels = batch["label_ids"]
-    if problem_type == own.REGRESSION:
-      return dict(loss=tf.square(logits[:, 0] - labels))                      # [b]
-    if problem_type == own.MULTI:                                             # labels [b, C]
-      per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)     # [b, C]
-      exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)      # [b]
-      return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
-    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
-    correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
-    return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
+    return problem.per_example_loss(model(batch, training=training), batch["label_ids"])
   return loss_fn
-
-
-def sigmoid(x):
-  return 1.0 / (1.0 + np.exp(-x))
 
 
 class OwnDataRun(FinetuningTask):
@@ -96,23 +80,24 @@ class OwnDataRun(FinetuningTask):
                                       need_labels=split != "test")
                  for split, path in self.files.items()}
     if "train" in self.rows:
-      self.problem = own.decide_problem(self.rows["train"], opts.problem_type, self.files["train"])
+      self.problem = problems.decide(self.rows["train"], opts.problem_type,
+                                     self.files["train"])
     else:
       recorded = runs.read_record(opts.output_dir)
       if not recorded.get("problem_type"):
         raise ValueError(f"--output_dir={opts.output_dir} holds no run trained on your own files: "
                          "--do_eval or --do_predict without --do_train reads the problem and "
                          "the labels from it")
-      self.problem = own.Problem(recorded["problem_type"], list(recorded["labels"]))
-    self.targets = {split: own.targets(rows, self.problem, self.files[split])
+      self.problem = problems.Problem.of(recorded["problem_type"], recorded["labels"])
+    self.targets = {split: problems.targets(rows, self.problem, self.files[split])
                     for split, rows in self.rows.items() if rows[0].label is not None}
-    self.best_metric = opts.best_metric or BEST_METRIC[self.problem.type]
+    self.best_metric = opts.best_metric or self.problem.best_metric
     print(f"Problem: {self.problem.describe()} (--problem_type={opts.problem_type}); "
           f"best checkpoint by dev {self.best_metric}")
 
   def check_outputs(self):
     self.check_export_dir()
-    names = metric_names(self.problem)
+    names = self.problem.metric_names()
     if self.best_metric not in names:
       raise ValueError(f"--best_metric={self.best_metric} is not a metric of "
                        f"{self.problem.type}; choose one of {', '.join(names)}")
@@ -155,19 +140,14 @@ class OwnDataRun(FinetuningTask):
     packed = pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.opts.max_seq_length,
                          tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     if target is None:   # unlabelled test rows
-      target = [0.0] * self.problem.num_outputs if self.problem.type == own.MULTI else (
-          0.0 if self.problem.type == own.REGRESSION else 0)
+      target = self.problem.empty_target()
     return dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
                 segment_ids=packed["input_type_ids"], label_ids=target)
 
   def dataset(self, split: str, batch_size: int, is_training: bool) -> tf.data.Dataset:
     seq = tf.io.FixedLenFeature([self.opts.max_seq_length], tf.int64)
-    if self.problem.type == own.MULTI:
-      label = tf.io.FixedLenFeature([self.problem.num_outputs], tf.float32)
-    else:
-      label = tf.io.FixedLenFeature([], tf.float32 if self.problem.type == own.REGRESSION
-                                    else tf.int64)
-    schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
+    schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                  label_ids=self.problem.target_feature())
     return read_dataset(self.records[split], schema, batch_size, is_training, self.opts.seed,
                         bucket_by_length=self.opts.bucket_by_length)
 
@@ -180,7 +160,7 @@ class OwnDataRun(FinetuningTask):
                             seed=self.opts.seed)
 
   def per_example_loss(self, model, batch, training):
-    return per_example_loss(self.problem.type)(model, batch, training)
+    return per_example_loss(self.problem)(model, batch, training)
 
   def train_dataset(self):
     return self.dataset("train", self.micro_batch_size, is_training=True)
@@ -192,8 +172,8 @@ class OwnDataRun(FinetuningTask):
 
   def evaluate(self, model) -> Dict[str, float]:
     logits = self.split_logits(model, "dev")
-    return problem_metrics(self.problem, np.asarray(self.targets["dev"]), logits,
-                           self.opts.multi_label_threshold)
+    return self.problem.metrics(np.asarray(self.targets["dev"]), logits,
+                                self.opts.multi_label_threshold)
 
   # -- inference
 
@@ -210,15 +190,15 @@ class OwnDataRun(FinetuningTask):
   def write_eval_results(self, model) -> Dict[str, float]:
     logits = self.split_logits(model, "dev")
     targets = np.asarray(self.targets["dev"])
-    result = problem_metrics(self.problem, targets, logits, self.opts.multi_label_threshold)
+    result = self.problem.metrics(targets, logits, self.opts.multi_label_threshold)
     step = self.best_step()
     result = dict(global_step=step if step is not None else -1, **result)
-    best_checkpoint_picture(self.problem, targets, logits, self.opts.multi_label_threshold,
-                            os.path.join(self.opts.output_dir, PICTURE),
-                            f"dev, step {result['global_step']}")
+    self.problem.picture(targets, logits, self.opts.multi_label_threshold,
+                         os.path.join(self.opts.output_dir, PICTURE),
+                         f"dev, step {result['global_step']}")
     if "train" in self.targets:
-      result.update({f"baseline_{k}": v for k, v in baseline_metrics(
-          self.problem, np.asarray(self.targets["train"]), np.asarray(self.targets["dev"]),
+      result.update({f"baseline_{k}": v for k, v in self.problem.baseline(
+          np.asarray(self.targets["train"]), np.asarray(self.targets["dev"]),
           self.opts.multi_label_threshold).items()})
     write_results(os.path.join(self.opts.output_dir, "eval_results.txt"), result)
     return result
@@ -238,101 +218,21 @@ class OwnDataRun(FinetuningTask):
     """The end-to-end SavedModel of `weights` (raw text in) in --export_dir."""
     from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
     opts, problem = self.opts, self.problem
-    labels = tuple(problem.labels) if problem.type != own.REGRESSION else None
-    threshold = opts.multi_label_threshold if problem.type == own.MULTI else None
+    threshold = problem.serving_threshold(opts.multi_label_threshold)
     self.export_once(weights, "classifier", (problem.type, opts.max_seq_length, threshold),
                      lambda **kw: export_classifier(
                          model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
-                         labels, pairs=len(self.columns.text) == 2,
+                         problem.export_labels, pairs=len(self.columns.text) == 2,
                          multi_label_threshold=threshold, **kw))
 
 
 # ----------------------------------------------------------------------------- outputs
 
-def prediction(problem: own.Problem, row: own.Row, logits: np.ndarray, threshold: float) -> dict:
+def prediction(problem: problems.Problem, row: own.Row, logits: np.ndarray,
+               threshold: float) -> dict:
   """One test row's object: `index`, `id` if given, then the problem's answer."""
   out = dict(index=row.index)
   if row.id is not None:
     out["id"] = row.id
-  out.update(own.answer(problem, logits, threshold))
+  out.update(problem.answer(logits, threshold))
   return out
-
-
-def best_checkpoint_picture(problem: own.Problem, targets: np.ndarray, logits: np.ndarray,
-                            threshold: float, png_path: str, title: str):
-  """Draws the dev results of the best checkpoint as `png_path` and returns what it drew:
-  the confusion matrix [C, C] (rows true, columns predicted) of a single-label problem,
-  each label's F1 {label: F1} of a multi-label one, or (true, predicted) scores of a
-  regression."""
-  if problem.type == own.REGRESSION:
-    drawn = (targets, logits[:, 0])
-    logs.plot_predicted_against_true(*drawn, png_path, f"{title}: predicted against true")
-  elif problem.type == own.MULTI:
-    per_label = metrics_lib.multi_label_metrics(targets > 0.5,
-                                                sigmoid(logits) > threshold)["per_label"]
-    drawn = {name: values["f1"] for name, values in zip(problem.labels, per_label)}
-    logs.plot_bars(drawn, png_path, f"{title}: F1 of each label at {threshold:g}", "F1")
-  else:
-    size = len(problem.labels)
-    drawn = np.bincount(targets * size + logits.argmax(-1),
-                        minlength=size * size).reshape(size, size)                # [C, C]
-    logs.plot_confusion_matrix(drawn, problem.labels, png_path, f"{title}: confusion matrix")
-  return drawn
-
-
-def metric_names(problem: own.Problem) -> List[str]:
-  """The dev metrics of a problem (besides per-label ones)."""
-  if problem.type == own.REGRESSION:
-    return ["pearson", "spearman", "mse"]
-  if problem.type == own.MULTI:
-    return ["micro_f1", "macro_f1", "exact_match", "loss"]
-  return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(problem.labels) == 2 else [])
-
-
-def problem_metrics(problem: own.Problem, targets: np.ndarray, logits: np.ndarray,
-                    threshold: float) -> Dict[str, float]:
-  """Dev metrics of `logits` [N, C] against the targets: see `metric_names`, and precision,
-  recall and F1 of each label (`precision/<label>`, ...)."""
-  if problem.type == own.REGRESSION:
-    scores = logits[:, 0]
-    return dict(pearson=metrics_lib.pearson(scores, targets),
-                spearman=metrics_lib.spearman(scores, targets),
-                mse=float(np.mean((scores - targets) ** 2)))
-  if problem.type == own.MULTI:
-    probabilities = sigmoid(logits)
-    chosen = probabilities > threshold                                        # [N, C]
-    truth = targets > 0.5
-    loss = float(np.mean(np.logaddexp(0, logits) - targets * logits))         # BCE with logits
-    result = metrics_lib.multi_label_metrics(truth, chosen)
-    result["loss"] = loss
-  else:
-    predicted = logits.argmax(-1)
-    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
-    loss = float(-np.mean(log_probs[np.arange(len(targets)), targets]))
-    result = metrics_lib.single_label_metrics(targets, predicted, len(problem.labels))
-    result["loss"] = loss
-  per_label = result.pop("per_label")
-  for name, values in zip(problem.labels, per_label):
-    for key, value in values.items():
-      result[f"{key}/{name}"] = value
-  return result
-
-
-def baseline_metrics(problem: own.Problem, train: np.ndarray, dev: np.ndarray,
-                     threshold: float) -> Dict[str, float]:
-  """Dev metrics of the simplest guess from the training labels: the majority class, the
-  labels more than half of the training rows have (else the most frequent one), or the
-  mean score."""
-  if problem.type == own.REGRESSION:
-    return dict(mse=float(np.mean((dev - train.mean()) ** 2)), pearson=0.0)
-  if problem.type == own.MULTI:
-    frequency = train.mean(0)                                                  # [C]
-    guess = frequency > 0.5
-    if not guess.any():
-      guess[frequency.argmax()] = True
-    result = metrics_lib.multi_label_metrics(dev > 0.5, np.tile(guess, (len(dev), 1)))
-    return {k: v for k, v in result.items() if k != "per_label"}
-  majority = int(np.bincount(train, minlength=len(problem.labels)).argmax())
-  result = metrics_lib.single_label_metrics(dev, np.full(len(dev), majority),
-                                            len(problem.labels))
-  return {k: v for k, v in result.items() if k != "per_label"}

@@ -1,0 +1,416 @@
+"""What a classifier learns: one class per problem type, with transformers' names.
+
+`SingleLabel`, `MultiLabel` and `Regression` hold everything that differs between the
+three, so that no other module compares problem-type names:
+
+- the training target of a row's label and how it is stored (`target`, `target_feature`);
+- the loss, as transformers computes it (`per_example_loss`);
+- the dev metrics, the one that picks the best checkpoint, the simplest baseline and the
+  picture of the best checkpoint (`metrics`, `best_metric`, `baseline`, `picture`);
+- an example's answer, from logits or from an export's outputs (`answer`,
+  `answer_of_outputs`);
+- what the exports return: the serving signature's outputs (`serving_outputs`), the TFLite
+  signature's (`lite_outputs`), transformers' and KerasHub's activation (`activation`).
+
+`Problem.of(type, labels)` is the problem a run records; `decide` finds it from the
+training rows.
+"""
+
+import dataclasses
+from typing import ClassVar, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.data.own import as_number, label_name
+from albert_tf.training import logs, metrics as metrics_lib
+
+SINGLE = "single_label_classification"
+MULTI = "multi_label_classification"
+REGRESSION = "regression"
+AUTO = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+  """A problem with its labels (in id order; none for regression)."""
+  labels: List[str]
+
+  type: ClassVar[str] = ""
+  best_metric: ClassVar[str] = ""
+  activation: ClassVar[Optional[str]] = None  # transformers' / KerasHub's over the logits
+
+  @staticmethod
+  def of(problem_type: Optional[str], labels: Sequence[str] = ()) -> "Problem":
+    """The problem of a recorded type name (None: single-label) and labels."""
+    kind = TYPES.get(problem_type or SINGLE)
+    if kind is None:
+      raise ValueError(f"unknown problem type {problem_type!r}; one of {', '.join(TYPES)}")
+    return kind(list(labels) if kind is not Regression else [])
+
+  @staticmethod
+  def of_glue(task) -> "Problem":
+    """A GLUE task's problem (`albert_tf.data.glue.GlueTask`): STS-B's a regression, the
+    others single-label."""
+    return Regression([]) if task.is_regression else SingleLabel(list(task.labels))
+
+  @staticmethod
+  def of_outputs(labels: Optional[Sequence[str]], multi_label_threshold: Optional[float]
+                 ) -> "Problem":
+    """The problem of a serving export's arguments: no labels, a score; a multi-label
+    threshold, multi-label; else single-label."""
+    if labels is None:
+      return Regression([])
+    return (MultiLabel if multi_label_threshold is not None else SingleLabel)(list(labels))
+
+  @property
+  def num_outputs(self) -> int:
+    """The model's outputs: one per label, or one score."""
+    return len(self.labels)
+
+  @property
+  def export_labels(self) -> Optional[tuple]:
+    """The label names an export returns (None: a score)."""
+    return tuple(self.labels)
+
+  def describe(self) -> str:
+    shown = ", ".join(self.labels[:20]) + (", ..." if len(self.labels) > 20 else "")
+    return f"{self.type}, {len(self.labels)} labels: {shown}"
+
+  # -- data
+
+  def _ids(self, label, where: str) -> List[int]:
+    ids = {name: i for i, name in enumerate(self.labels)}
+    names = label if isinstance(label, list) else [label_name(label)]
+    unknown = [n for n in names if n not in ids]
+    if unknown:
+      raise ValueError(f"{where}: label {', '.join(map(repr, unknown))} is not among the "
+                       f"training labels ({', '.join(self.labels[:20])}"
+                       + (", ..." if len(self.labels) > 20 else "") + ")")
+    return [ids[n] for n in names]
+
+  def target(self, label, where: str):
+    """A row's training target from its label as the file gives it; errors start with
+    `where` (file:line)."""
+    raise NotImplementedError
+
+  def empty_target(self):
+    """The target stored for a row without a label (a test file's)."""
+    raise NotImplementedError
+
+  def target_feature(self) -> tf.io.FixedLenFeature:
+    """How a target is stored in the feature records."""
+    raise NotImplementedError
+
+  # -- training
+
+  def per_example_loss(self, logits: tf.Tensor, labels: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """`loss` [b] of logits [b, C] (what is optimized) and the logged metrics [b]."""
+    raise NotImplementedError
+
+  def metric_names(self) -> List[str]:
+    """The dev metrics (besides per-label ones)."""
+    raise NotImplementedError
+
+  def metrics(self, targets: np.ndarray, logits: np.ndarray,
+              threshold: float = 0.5) -> Dict[str, float]:
+    """Dev metrics of `logits` [N, C] against the targets: `metric_names`, and precision,
+    recall and F1 of each label (`precision/<label>`, ...)."""
+    result = self._metrics(targets, logits, threshold)
+    for name, values in zip(self.labels, result.pop("per_label", [])):
+      for key, value in values.items():
+        result[f"{key}/{name}"] = value
+    return result
+
+  def _metrics(self, targets, logits, threshold) -> Dict[str, object]:
+    raise NotImplementedError
+
+  def baseline(self, train: np.ndarray, dev: np.ndarray,
+               threshold: float = 0.5) -> Dict[str, float]:
+    """Dev metrics of the simplest guess from the training targets."""
+    raise NotImplementedError
+
+  def picture(self, targets: np.ndarray, logits: np.ndarray, threshold: float,
+              png_path: str, title: str):
+    """Draws the best checkpoint's dev results as `png_path`; returns what it drew."""
+    raise NotImplementedError
+
+  # -- answers
+
+  def answer(self, logits, threshold: float = 0.5) -> Dict[str, object]:
+    """An example's answer from its logits [C]."""
+    return self.answer_of_outputs(self.probabilities(np.asarray(logits, np.float64)),
+                                  threshold)
+
+  def probabilities(self, logits: np.ndarray) -> np.ndarray:
+    """What an export returns of logits [..., C]: probabilities, or the score."""
+    raise NotImplementedError
+
+  def answer_of_outputs(self, outputs, threshold: float = 0.5) -> Dict[str, object]:
+    """An example's answer from what an export returns: probabilities [C], or the score."""
+    raise NotImplementedError
+
+  def serving_outputs(self, logits: tf.Tensor, threshold: Optional[float]
+                      ) -> Dict[str, tf.Tensor]:
+    """The serving signature's outputs of logits [B, C]."""
+    raise NotImplementedError
+
+  def serving_threshold(self, threshold: float) -> Optional[float]:
+    """The threshold a serving export applies (multi-label's), else None."""
+    del threshold
+    return None
+
+  def lite_outputs(self, logits: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The TFLite signature's outputs of logits [1, C]."""
+    return {"probabilities": self.probabilities_tensor(logits)}
+
+  def probabilities_tensor(self, logits: tf.Tensor) -> tf.Tensor:
+    raise NotImplementedError
+
+
+class SingleLabel(Problem):
+  """One label of several per example: softmax cross-entropy; accuracy picks the best."""
+  type = SINGLE
+  best_metric = "accuracy"
+
+  def target(self, label, where):
+    if isinstance(label, list):
+      raise ValueError(f"{where}: label {label!r} is a list, but the problem is single-label")
+    return self._ids(label, where)[0]
+
+  def empty_target(self):
+    return 0
+
+  def target_feature(self):
+    return tf.io.FixedLenFeature([], tf.int64)
+
+  def per_example_loss(self, logits, labels):
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
+    correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)    # [b]
+    return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
+
+  def metric_names(self):
+    return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(self.labels) == 2 else [])
+
+  def _metrics(self, targets, logits, threshold):
+    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)    # [N, C]
+    result = metrics_lib.single_label_metrics(targets, logits.argmax(-1), len(self.labels))
+    result["loss"] = float(-np.mean(log_probs[np.arange(len(targets)), targets]))
+    return result
+
+  def baseline(self, train, dev, threshold=0.5):
+    """The majority class of the training rows."""
+    majority = int(np.bincount(train, minlength=len(self.labels)).argmax())
+    result = metrics_lib.single_label_metrics(dev, np.full(len(dev), majority),
+                                              len(self.labels))
+    return {k: v for k, v in result.items() if k != "per_label"}
+
+  def picture(self, targets, logits, threshold, png_path, title):
+    """The confusion matrix [C, C] (rows true, columns predicted)."""
+    size = len(self.labels)
+    drawn = np.bincount(targets * size + logits.argmax(-1),
+                        minlength=size * size).reshape(size, size)                # [C, C]
+    logs.plot_confusion_matrix(drawn, self.labels, png_path, f"{title}: confusion matrix")
+    return drawn
+
+  def probabilities(self, logits):
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+  def answer_of_outputs(self, outputs, threshold=0.5):
+    p = np.asarray(outputs, np.float64).reshape(-1)
+    return dict(label=self.labels[int(p.argmax())],
+                probabilities={name: float(v) for name, v in zip(self.labels, p)})
+
+  def serving_outputs(self, logits, threshold):
+    label_ids = tf.argmax(logits, -1, output_type=tf.int32)                   # [B]
+    return {"probabilities": tf.nn.softmax(logits, axis=-1),                  # [B, C]
+            "label_ids": label_ids,
+            "labels": tf.gather(tf.constant(self.labels), label_ids)}         # [B]
+
+  def probabilities_tensor(self, logits):
+    return tf.nn.softmax(logits, axis=-1)
+
+
+class MultiLabel(Problem):
+  """Any number of labels per example: sigmoid cross-entropy averaged over examples x
+  labels (transformers' BCEWithLogitsLoss); micro-F1 picks the best."""
+  type = MULTI
+  best_metric = "micro_f1"
+  activation = "sigmoid"
+
+  def target(self, label, where):
+    hot = [0.0] * len(self.labels)
+    for i in self._ids(label, where):
+      hot[i] = 1.0
+    return hot
+
+  def empty_target(self):
+    return [0.0] * len(self.labels)
+
+  def target_feature(self):
+    return tf.io.FixedLenFeature([len(self.labels)], tf.float32)
+
+  def per_example_loss(self, logits, labels):                                 # labels [b, C]
+    per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)       # [b, C]
+    exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)        # [b]
+    return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
+
+  def metric_names(self):
+    return ["micro_f1", "macro_f1", "exact_match", "loss"]
+
+  def _metrics(self, targets, logits, threshold):
+    result = metrics_lib.multi_label_metrics(targets > 0.5, self.probabilities(logits) > threshold)
+    result["loss"] = float(np.mean(np.logaddexp(0, logits) - targets * logits))  # BCE
+    return result
+
+  def baseline(self, train, dev, threshold=0.5):
+    """The labels more than half of the training rows have (else the most frequent)."""
+    frequency = train.mean(0)                                                 # [C]
+    guess = frequency > 0.5
+    if not guess.any():
+      guess[frequency.argmax()] = True
+    result = metrics_lib.multi_label_metrics(dev > 0.5, np.tile(guess, (len(dev), 1)))
+    return {k: v for k, v in result.items() if k != "per_label"}
+
+  def picture(self, targets, logits, threshold, png_path, title):
+    """Each label's F1 {label: F1}."""
+    per_label = metrics_lib.multi_label_metrics(
+        targets > 0.5, self.probabilities(logits) > threshold)["per_label"]
+    drawn = {name: values["f1"] for name, values in zip(self.labels, per_label)}
+    logs.plot_bars(drawn, png_path, f"{title}: F1 of each label at {threshold:g}", "F1")
+    return drawn
+
+  def probabilities(self, logits):
+    return 1 / (1 + np.exp(-logits))
+
+  def answer_of_outputs(self, outputs, threshold=0.5):
+    p = np.asarray(outputs, np.float64).reshape(-1)
+    return dict(labels=[name for name, v in zip(self.labels, p) if v > threshold],
+                probabilities={name: float(v) for name, v in zip(self.labels, p)})
+
+  def serving_outputs(self, logits, threshold):
+    probabilities = tf.sigmoid(logits)                                        # [B, C]
+    chosen = probabilities > threshold                                        # [B, C]
+    names = tf.broadcast_to(tf.constant(self.labels), tf.shape(chosen))       # [B, C]
+    return {"probabilities": probabilities, "label_mask": chosen,
+            "labels": tf.where(chosen, names, "")}                            # "" not chosen
+
+  def serving_threshold(self, threshold):
+    return threshold
+
+  def probabilities_tensor(self, logits):
+    return tf.sigmoid(logits)
+
+
+class Regression(Problem):
+  """One score per example: squared error; Pearson's r picks the best."""
+  type = REGRESSION
+  best_metric = "pearson"
+
+  @property
+  def num_outputs(self):
+    return 1
+
+  @property
+  def export_labels(self):
+    return None
+
+  def describe(self):
+    return "regression (one score)"
+
+  def target(self, label, where):
+    number = as_number(label)
+    if number is None or isinstance(label, list):
+      raise ValueError(f"{where}: regression label {label!r} is not a number")
+    return number
+
+  def empty_target(self):
+    return 0.0
+
+  def target_feature(self):
+    return tf.io.FixedLenFeature([], tf.float32)
+
+  def per_example_loss(self, logits, labels):
+    return dict(loss=tf.square(logits[:, 0] - labels))                        # [b]
+
+  def metric_names(self):
+    return ["pearson", "spearman", "mse"]
+
+  def _metrics(self, targets, logits, threshold):
+    scores = logits[:, 0]
+    return dict(pearson=metrics_lib.pearson(scores, targets),
+                spearman=metrics_lib.spearman(scores, targets),
+                mse=float(np.mean((scores - targets) ** 2)))
+
+  def baseline(self, train, dev, threshold=0.5):
+    """The training rows' mean score."""
+    return dict(mse=float(np.mean((dev - train.mean()) ** 2)), pearson=0.0)
+
+  def picture(self, targets, logits, threshold, png_path, title):
+    """(true, predicted) scores."""
+    drawn = (targets, logits[:, 0])
+    logs.plot_predicted_against_true(*drawn, png_path, f"{title}: predicted against true")
+    return drawn
+
+  def probabilities(self, logits):
+    return logits[..., :1]
+
+  def answer_of_outputs(self, outputs, threshold=0.5):
+    return dict(score=float(np.asarray(outputs, np.float64).reshape(-1)[0]))
+
+  def serving_outputs(self, logits, threshold):
+    return {"score": logits[:, 0]}                                            # [B]
+
+  def lite_outputs(self, logits):
+    return {"score": logits[:, 0]}                                            # [1]
+
+
+TYPES = {SINGLE: SingleLabel, MULTI: MultiLabel, REGRESSION: Regression}
+
+
+# ----------------------------------------------------------------------------- deciding
+
+def natural_order(names) -> List[str]:
+  """Numbers by value (as their text), else strings in sorted order."""
+  names = list(names)
+  if names and all(as_number(n) is not None for n in names):
+    return sorted(names, key=lambda n: (float(n), n))
+  return sorted(names)
+
+
+def decide(rows: Sequence, problem_type: str = AUTO, path: str = "the training file"
+           ) -> Problem:
+  """The problem of the training rows (each with `label` and `line`): `problem_type`, or
+  (auto) multi-label when the labels are lists, regression when they are all numbers
+  and one is not an integer, else single-label. Labels are sorted naturally."""
+  if problem_type != AUTO and problem_type not in TYPES:
+    raise ValueError(f"--problem_type={problem_type}: choose one of "
+                     f"{', '.join((AUTO,) + tuple(TYPES))}")
+  lists = [isinstance(r.label, list) for r in rows]
+  if any(lists) and not all(lists):
+    mixed = rows[lists.index(not lists[0])]
+    raise ValueError(f"{path}:{mixed.line}: label {mixed.label!r} is "
+                     + ("a list" if isinstance(mixed.label, list) else "not a list")
+                     + f", unlike line {rows[0].line}'s {rows[0].label!r}: list labels "
+                     "(multi-label) and plain ones cannot be mixed")
+  if problem_type == AUTO:
+    numbers = [as_number(r.label) for r in rows] if not any(lists) else [None]
+    problem_type = (MULTI if any(lists) else REGRESSION if all(n is not None for n in numbers)
+                    and any(not n.is_integer() for n in numbers) else SINGLE)
+  kind = TYPES[problem_type]
+  names = set()
+  for r in rows:
+    if kind is Regression:
+      kind([]).target(r.label, f"{path}:{r.line}")          # checks that it is a number
+    elif kind is SingleLabel and isinstance(r.label, list):
+      raise ValueError(f"{path}:{r.line}: label {r.label!r} is a list, but "
+                       "--problem_type=single_label_classification takes one label a row")
+    else:
+      names.update(r.label if isinstance(r.label, list) else [label_name(r.label)])
+  return kind(natural_order(names))
+
+
+def targets(rows: Sequence, problem: Problem, path: str = "") -> List:
+  """Each row's training target; a label the problem lacks names its line."""
+  return [problem.target(r.label, f"{path}:{r.line}") for r in rows]
