@@ -44,19 +44,19 @@ class Chunk:
   """Bytes [start, end) of the input: the rows whose first byte lies there."""
   index: int
   path: str
-  kind: str              # txt, jsonl, csv or tsv
+  suffix: str            # txt, jsonl, csv or tsv
   start: int
   end: int
 
 
-def plan_chunks(path: str, kind: str, chunk_bytes: Optional[int] = None) -> List[Chunk]:
+def plan_chunks(path: str, suffix: str, chunk_bytes: Optional[int] = None) -> List[Chunk]:
   """The input's chunks of `chunk_bytes` (default CHUNK_BYTES), each the lines that start
   in its byte range; a CSV or TSV file (whose quoted fields may span lines) is one chunk."""
   chunk_bytes = chunk_bytes or CHUNK_BYTES
   size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-  if kind in ("csv", "tsv"):
-    return [Chunk(0, path, kind, 0, size)]
-  return [Chunk(i, path, kind, start, min(size, start + chunk_bytes))
+  if suffix in ("csv", "tsv"):
+    return [Chunk(0, path, suffix, 0, size)]
+  return [Chunk(i, path, suffix, start, min(size, start + chunk_bytes))
           for i, start in enumerate(range(0, max(size, 1), chunk_bytes))]
 
 
@@ -70,17 +70,17 @@ def chunk_lines(chunk: Chunk):
     yield from lines_until(f, offset, chunk.end, 0)
 
 
-def _is_row(kind: str, raw: bytes) -> bool:
-  return kind == "txt" or bool(raw.strip())     # a .jsonl file's blank lines are not rows
+def _is_row(suffix: str, raw: bytes) -> bool:
+  return suffix == "txt" or bool(raw.strip())     # a .jsonl file's blank lines are not rows
 
 
 def count_chunk(chunk: Chunk) -> Tuple[int, Tuple[int, int]]:
   """(chunk index, (its rows, its lines)); a CSV/TSV chunk counts when it is read."""
   rows = lines = 0
-  if chunk.kind in ("txt", "jsonl"):
+  if chunk.suffix in ("txt", "jsonl"):
     for _, raw in chunk_lines(chunk):
       lines += 1
-      rows += _is_row(chunk.kind, raw)
+      rows += _is_row(chunk.suffix, raw)
   return chunk.index, (rows, lines)
 
 
@@ -115,7 +115,7 @@ class ReadRows(beam.DoFn):
       try:
         if isinstance(record, Exception):
           raise record
-        if chunk.kind == "txt":
+        if chunk.suffix == "txt":
           values, row_id = self.reader.example([record], where), None
         else:
           values, row_id = self.reader.row(record, self.columns, self.id_column, where)
@@ -129,17 +129,17 @@ class ReadRows(beam.DoFn):
 
   def _records(self, chunk: Chunk, line_base: int):
     """(line number, record, or the ValueError of a row that cannot be read) of each row."""
-    if chunk.kind in ("csv", "tsv"):
+    if chunk.suffix in ("csv", "tsv"):
       with FileSystems.open(chunk.path, compression_type="uncompressed") as f:
         yield from own.delimited_records(io.TextIOWrapper(f, encoding="utf-8-sig", newline=""),
-                                         chunk.path, chunk.kind, errors=True)
+                                         chunk.path, chunk.suffix, errors=True)
       return
     for number, raw in chunk_lines(chunk):
-      if not _is_row(chunk.kind, raw):
+      if not _is_row(chunk.suffix, raw):
         continue
       line = line_base + number + 1
       text = raw.decode("utf-8-sig" if chunk.start == 0 and number == 0 else "utf-8")
-      if chunk.kind == "txt":
+      if chunk.suffix == "txt":
         yield line, text.rstrip("\r\n")
         continue
       try:
@@ -213,9 +213,9 @@ def _lines(item, num_shards: int, total: int):
 def _failed_rows(failure):
   """(index, line, reason) of each row of a batch whose inference failed."""
   batch, error = failure     # error: (exception type, its repr, traceback lines)
-  kind, text = (error[0].__name__, error[1]) if isinstance(error, tuple) else (
+  name, text = (error[0].__name__, error[1]) if isinstance(error, tuple) else (
       type(error).__name__, repr(error))
-  reason = f"{kind}: {text.splitlines()[0] if text else ''}"
+  reason = f"{name}: {text.splitlines()[0] if text else ''}"
   for _, rows in batch:
     for index, example in rows:
       yield index, example["line"], reason
@@ -248,35 +248,16 @@ def outputs(output_file: str, num_shards: int) -> Tuple[str, List[str], str]:
 
 
 def serving_model(model: str) -> str:
-  """What the workers load: a serving export as given; a classifier's or tagger's run
-  directory's serving export (`<run>/serving`, exported now unless it holds the run's
-  best weights already); a SQuAD or RACE run itself."""
+  """What the workers load: a serving export as given; the serving export of a run whose
+  kind has one (`<run>/serving`, kept beside the run: `runs.Run.kept`); any other run
+  itself."""
   if not runs.Run.exists(model):
     return model
-  run = runs.Run.read(model, "--model", kinds=["classification", "token_classification",
-                                                 "question_answering", "multiple_choice"])
-  if run.kind.name not in ("classification", "token_classification"):
+  run = runs.Run.read(model, "--model", kinds=runs.ANSWERING)
+  if run.kind.serving is None:
     return run.path
-  from albert_tf.export.loading import export_record  # pylint: disable=g-import-not-at-top
-  checkpoint = run.checkpoint
-  weights = runs.weights_fingerprint(checkpoint)
-  path = os.path.join(run.path, SERVING)
-  if (export_record(path) or {}).get("weights") == weights:
-    return path
-  print(f"Exporting {checkpoint} to {path} for the workers (once; kept for later runs)")
-  model_ = run.model()
-  tokenizer, record = run.tokenizer(), dict(output_dir=run.path, weights=weights)
-  if run.kind.name == "token_classification":
-    from albert_tf.export.tagger import export_tagger  # pylint: disable=g-import-not-at-top
-    export_tagger(model_, path, tokenizer, run.max_seq_length, run.record["doc_stride"],
-                  run.labels, run.record["tag_scheme"], run.record["per_character"],
-                  overwrite=True, record=record)
-  else:
-    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
-    export_classifier(model_, path, tokenizer, run.max_seq_length, run.problem.export_labels,
-                      pairs=len(run.text_fields) == 2, overwrite=True, record=record,
-                      multi_label_threshold=run.problem.serving_threshold(0.5))
-  return path
+  return run.kept(SERVING, lambda path: run.kind.serving(run, run.model(), path,
+                                                         dict(output_dir=run.path)))
 
 
 def run(opts) -> Dict[str, object]:
@@ -289,7 +270,7 @@ def run(opts) -> Dict[str, object]:
                           "written (choose a new --output_file)")
   if not FileSystems.exists(opts.input_file):
     raise FileNotFoundError(f"--input_file={opts.input_file} not found")
-  kind = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
+  suffix = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
       opts.input_file, "--input_file")
   runtime = opts.runtime
   if runtime == AUTO:   # decided here, once: every worker then runs the same
@@ -312,10 +293,10 @@ def run(opts) -> Dict[str, object]:
   # Rows are read as the run reads them (its own text columns), whatever the workers load.
   reader = Predictor.load(opts.model, load_model=False, **choices)
   columns = reader.columns(opts.text_columns)
-  if kind == "txt" and len(columns) != 1:
+  if suffix == "txt" and len(columns) != 1:
     raise ValueError(f"--input_file={opts.input_file}: a .txt file holds one text per line, "
                      f"but this run reads {len(columns)} fields ({', '.join(columns)})")
-  chunks = plan_chunks(opts.input_file, kind)
+  chunks = plan_chunks(opts.input_file, suffix)
   settings = dict(dataclasses.asdict(opts.settings), **choices)
   handler = KeyedModelHandler(AlbertModelHandler(model, settings))
   num_shards = opts.num_shards

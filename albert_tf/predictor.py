@@ -49,13 +49,10 @@ from albert_tf.text.packing import pack_inputs
 from albert_tf.text.tokenization import FullTokenizer
 
 Example = Union[str, Sequence, Dict[str, object]]
-KINDS = ("classification", "token_classification", "question_answering", "multiple_choice")
 RUNTIMES = ("tensorflow", "onnxruntime")
 AUTO = "auto"
 DTYPES = ("float32", "bfloat16")
 QUANTIZATIONS = ("none", "dynamic_int8")
-FIELDS = {"token_classification": ["text"], "question_answering": ["question", "context"],
-          "multiple_choice": ["article", "question", "options"]}
 
 
 @dataclasses.dataclass
@@ -72,21 +69,23 @@ class Settings:
 class Predictor:
   """A run's (or a serving export's) model, ready to answer; see the module docstring.
 
-  kind: one of KINDS. fields: what an example holds, in order. forward: packed inputs
-  (NumPy, named as the ONNX export's) -> named outputs (NumPy float32), for a run's model;
-  strings: sentences (string tensors) -> outputs, for a serving export or a tagger.
-  record: the run's record or the export's. where: the path, for messages.
+  kind: the run's kind (`albert_tf.runs.KINDS`). fields: what an example holds, in order.
+  forward: packed inputs (NumPy, named as the ONNX export's) -> named outputs (NumPy
+  float32), for a run's model; strings: sentences (string tensors) -> outputs, for a
+  serving export or a tagger. recorded: the kind's settings the run recorded. where: the
+  path, for messages.
   """
   kind: str
   fields: List[str]
   tokenizer: Optional[FullTokenizer]
-  record: dict
+  recorded: runs.Settings
   settings: Settings
   where: str
   forward: Optional[Callable] = None
   strings: Optional[Callable] = None
   problem: Optional[problems.Problem] = None
   seq_length: int = 512
+  version_2: bool = False
 
   # ------------------------------------------------------------------------- loading
 
@@ -116,11 +115,12 @@ class Predictor:
     if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
       raise FileNotFoundError(f"{flag}={path} is not a directory")
     if runs.Run.exists(path):
-      return cls._of_run(runs.Run.read(path, flag, kinds=list(KINDS)), settings, runtime,
+      return cls._of_run(runs.Run.read(path, flag, kinds=KINDS), settings, runtime,
                          dtype, quantization, load_model)
     record = export_record(path)
-    if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")) and record and record.get(
-        "kind") in ("classifier", "tagger"):
+    kind = runs.kind_of_export(record) if tf.io.gfile.exists(
+        os.path.join(path, "saved_model.pb")) else None
+    if kind is not None and kind.name in ANSWERS:
       if runtime == AUTO:
         print(f"--runtime=auto: tensorflow ({flag}={path} is a serving export, which runs "
               "as it was saved)")
@@ -128,17 +128,18 @@ class Predictor:
       if runtime != "tensorflow" or dtype != "float32":
         raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
                          "(TensorFlow, float32); give its run directory for --runtime or --dtype")
-      return cls._of_export(path, record, settings, load_model)
+      return ANSWERS[kind.name].of_export(cls, path, record, settings, load_model)
     raise ValueError(f"{flag}={path} is neither a run directory (no {runs.RECORD}) nor an "
                      "albert_tf serving export (saved_model.pb with albert_tf_export.json)")
 
   @classmethod
   def _of_run(cls, run: runs.Run, settings: Settings, runtime: str, dtype: str,
               quantization: str, load_model: bool = True) -> "Predictor":
-    kind, tokenizer = run.kind.name, run.tokenizer()
-    forward = model = None
-    if load_model and runtime != "tensorflow" and kind == "token_classification":
-      why = f"{run.path} is a run_ner.py run, which answers through its tagger's TensorFlow graph"
+    kind, tokenizer = ANSWERS[run.kind.name], run.tokenizer()
+    forward = strings = None
+    if load_model and runtime != "tensorflow" and kind.own_graph:
+      why = (f"{run.path} is a {run.kind.script} run, which answers through its own "
+             "TensorFlow graph")
       if runtime == "onnxruntime":
         raise ValueError(f"{run.flag}={why}; --runtime=onnxruntime serves classifiers, SQuAD "
                          "and RACE runs")
@@ -153,46 +154,9 @@ class Predictor:
       with compute_dtype(dtype):
         model = run.model()
       forward = tensorflow_forward(model)
-    fields, problem, strings = FIELDS.get(kind), None, None
-    if kind == "classification":
-      problem, fields = run.problem, run.text_columns
-    elif kind == "token_classification" and load_model:
-      record = run.record
-      strings = tagger_module(model, tokenizer, run.max_seq_length, record["doc_stride"],
-                              run.labels, record["tag_scheme"], record["per_character"]).__call__
-    return cls(kind, fields, tokenizer, run.record, settings, run.path, forward, strings,
-               problem, run.max_seq_length)
-
-  @classmethod
-  def _of_export(cls, path: str, record: dict, settings: Settings,
-                 load_model: bool = True) -> "Predictor":
-    assets = os.path.join(path, "assets")
-    names = tf.io.gfile.listdir(assets) if tf.io.gfile.isdir(assets) else []
-    spm = [n for n in names if n.endswith(".model")]
-    words = [n for n in names if n.endswith(".txt")]
-    tokenizer = (FullTokenizer(spm_model_file=_local(os.path.join(assets, spm[0]))) if spm else
-                 FullTokenizer(vocab_file=_local(os.path.join(assets, words[0]))) if words
-                 else None)
-    loaded = None
-    if load_model:
-      importlib.import_module("tensorflow_text")   # registers the export's tokenizer ops
-      loaded = tf.saved_model.load(path)
-    if record["kind"] == "tagger":
-      return cls("token_classification", ["text"], tokenizer, record, settings, path,
-                 strings=loaded.__call__ if loaded is not None else None)
-    if "problem_type" not in record:
-      raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
-                       "does not say its labels; export it again (run_classifier.py "
-                       "--export_dir), or give its run directory")
-    problem = problems.Problem.of(record["problem_type"], record["labels"])
-    inputs = record["inputs"]
-    fields = ["text"] if len(inputs) == 1 else list(inputs)
-    strings = None
-    if loaded is not None:
-      signature = loaded.signatures["serving_default"]
-      strings = lambda texts: signature(**dict(zip(inputs, texts)))
-    return cls("classification", fields, tokenizer, record, settings, path, strings=strings,
-               problem=problem, seq_length=int(record.get("seq_length") or 512))
+      strings = kind.strings(run, model, tokenizer)
+    return cls(run.kind.name, run.fields, tokenizer, run.settings, settings, run.path, forward,
+               strings, run.problem, run.max_seq_length, run.version_2)
 
   # ------------------------------------------------------------------------- examples
 
@@ -202,9 +166,9 @@ class Predictor:
     return list(self.fields)
 
   def example(self, value: Example, where: str = "") -> List[object]:
-    """An example's fields in order (`fields`), checked: texts are strings, RACE's
-    `options` a list of two or more strings, a SQuAD context not empty. `where` starts
-    each error (`file:line: `)."""
+    """An example's fields in order (`fields`), checked by its kind: texts are strings,
+    RACE's `options` a list of two or more strings, a SQuAD context not empty. `where`
+    starts each error (`file:line: `)."""
     fields = self.fields
     if isinstance(value, str):
       values = [value]
@@ -219,15 +183,7 @@ class Predictor:
     if len(values) != len(fields):
       raise ValueError(f"{where}{len(values)} field(s), but this run reads {len(fields)} "
                        f"({', '.join(fields)})")
-    for name, item in zip(fields, values):
-      if name == "options" and self.kind == "multiple_choice":
-        if not (isinstance(item, list) and len(item) >= 2
-                and all(isinstance(o, str) for o in item)):
-          raise ValueError(f"{where}'options' is {item!r}: a list of two or more texts")
-      elif not isinstance(item, str):
-        raise ValueError(f"{where}{name!r} is {item!r}, not text")
-    if self.kind == "question_answering" and not values[1].strip():
-      raise ValueError(f"{where}no context: a SQuAD question is answered from its 'context'")
+    ANSWERS[self.kind].check(dict(zip(fields, values)), where)
     return values
 
   def columns(self, text_columns: Optional[str] = None) -> List[str]:
@@ -252,27 +208,22 @@ class Predictor:
     return (self.example([record[c] for c in columns], where),
             str(record[id_column]) if id_column else None)
 
+  def count(self, text: str) -> int:
+    """About how many pieces a text is."""
+    return len(self.tokenizer.tokenize(text)) if self.tokenizer is not None else len(text) // 4
+
   def tokens(self, values: Sequence[object]) -> int:
     """About how many pieces an example's model inputs hold (what bounds a batch)."""
-    count = lambda text: (len(self.tokenizer.tokenize(text)) if self.tokenizer is not None
-                          else len(text) // 4)
-    if self.kind == "multiple_choice":
-      article = count(values[0])
-      return sum(min(self.seq_length, article + count(values[1] + " " + o) + 3)
-                 for o in values[2])
-    total = sum(count(v) for v in values) + 3
-    return total if self.kind == "question_answering" else min(total, self.seq_length)
+    return ANSWERS[self.kind].tokens(self, values)
 
   # ------------------------------------------------------------------------- answers
 
   def predict(self, examples: Sequence[Example], progress: bool = False) -> List[dict]:
     """One answer dict per example, in order (see the module docstring)."""
     rows = [self.example(e, f"example {i}: ") for i, e in enumerate(examples)]
-    answer = {"classification": self._classify, "token_classification": self._tag,
-              "question_answering": self._read, "multiple_choice": self._choose}[self.kind]
-    return answer(rows, progress) if rows else []
+    return ANSWERS[self.kind].answer(self, rows, progress) if rows else []
 
-  def _batches(self, lengths: Sequence[int], progress: bool, desc: str) -> Iterator[np.ndarray]:
+  def batches(self, lengths: Sequence[int], progress: bool, desc: str) -> Iterator[np.ndarray]:
     """Row numbers of each batch: sorted by length, `batch_size` at a time."""
     order = np.argsort(np.asarray(lengths), kind="stable")        # shortest first
     bar = progress_bar(total=len(order), desc=desc, unit="rows", disable=not progress)
@@ -282,36 +233,15 @@ class Predictor:
       bar.update(len(rows))
     bar.close()
 
-  def _classify(self, rows, progress):
-    threshold = self.settings.multi_label_threshold
-    if self.strings is not None:                                  # a serving export
-      out = [None] * len(rows)
-      for batch in self._batches([sum(map(len, r)) for r in rows], progress, "predicting"):
-        texts = [tf.constant([rows[r][i] for r in batch]) for i in range(len(self.fields))]
-        outputs = self.strings(texts)
-        values = (outputs["probabilities"] if "probabilities" in outputs
-                  else outputs["score"]).numpy()                     # [B, C], or the scores [B]
-        for j, r in enumerate(batch):
-          out[r] = self.problem.answer_of_outputs(values[j], threshold)
-      return out
-    tokenizer, seq = self.tokenizer, self.seq_length
-    packed = []
-    for values in rows:
-      ids = [tokenizer.encode(t) for t in values]
-      packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
-                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
-    logits = self._run(packed, progress)["logits"]
-    return [self.problem.answer(row, threshold) for row in logits]
-
-  def _run(self, packed: List[Dict[str, list]], progress: bool,
-           extra: Sequence[str] = ()) -> Dict[str, np.ndarray]:
+  def run(self, packed: List[Dict[str, list]], progress: bool,
+          extra: Sequence[str] = ()) -> Dict[str, np.ndarray]:
     """`forward` over packed examples (lists [S], or [C, S] for RACE), in length-sorted
     batches cut to each one's longest; the outputs [N, ...] in input order (span logits
     padded back to seq_length with -inf)."""
     lengths = [int(np.max(np.sum(p["input_mask"], -1))) for p in packed]
     parts: Dict[str, list] = {}
     order = []
-    for rows in self._batches(lengths, progress, "predicting"):
+    for rows in self.batches(lengths, progress, "predicting"):
       width = max(1, max(lengths[r] for r in rows))
       batch = {k: np.array([np.asarray(packed[r][k])[..., :width] for r in rows],
                            np.float32 if k in extra else np.int32)
@@ -324,11 +254,97 @@ class Predictor:
     inverse = np.argsort(np.concatenate(order), kind="stable")
     return {k: np.concatenate(v)[inverse] for k, v in parts.items()}
 
-  def _tag(self, rows, progress):
+
+# ----------------------------------------------------------------------------- per kind
+
+class Answers:
+  """A kind's pre- and post-processing around the runtime's forward: how an example is
+  checked and measured, and how its answer is made."""
+  own_graph = False     # answers through its own TensorFlow graph, not a runtime's forward
+
+  def check(self, values: Dict[str, object], where: str) -> None:
+    """Checks an example's fields (by name); errors start with `where`."""
+    for name, item in values.items():
+      if not isinstance(item, str):
+        raise ValueError(f"{where}{name!r} is {item!r}, not text")
+
+  def tokens(self, p: Predictor, values: Sequence[object]) -> int:
+    return min(sum(p.count(v) for v in values) + 3, p.seq_length)
+
+  def strings(self, run: runs.Run, model, tokenizer) -> Optional[Callable]:
+    """The run's own graph from sentences, if the kind answers through one."""
+    del run, model, tokenizer
+    return None
+
+  def of_export(self, cls, path: str, record: dict, settings: Settings,
+                load_model: bool) -> Predictor:
+    raise ValueError(f"{path}: no serving export of this kind")
+
+  def answer(self, p: Predictor, rows: List[list], progress: bool) -> List[dict]:
+    raise NotImplementedError
+
+
+class Classifying(Answers):
+  """run_classifier.py: the problem's answer of each example's logits, or of a serving
+  export's outputs."""
+
+  def of_export(self, cls, path, record, settings, load_model):
+    if "problem_type" not in record:
+      raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
+                       "does not say its labels; export it again (run_classifier.py "
+                       "--export_dir), or give its run directory")
+    inputs = record["inputs"]
+    loaded = _load_export(path) if load_model else None
+    strings = None
+    if loaded is not None:
+      signature = loaded.signatures["serving_default"]
+      strings = lambda texts: signature(**dict(zip(inputs, texts)))
+    return cls("classification", ["text"] if len(inputs) == 1 else list(inputs),
+               _export_tokenizer(path), runs.Settings(), settings, path, strings=strings,
+               problem=problems.Problem.of(record["problem_type"], record["labels"]),
+               seq_length=int(record.get("seq_length") or 512))
+
+  def answer(self, p, rows, progress):
+    threshold = p.settings.multi_label_threshold
+    if p.strings is not None:                                     # a serving export
+      out = [None] * len(rows)
+      for batch in p.batches([sum(map(len, r)) for r in rows], progress, "predicting"):
+        texts = [tf.constant([rows[r][i] for r in batch]) for i in range(len(p.fields))]
+        outputs = p.strings(texts)
+        values = (outputs["probabilities"] if "probabilities" in outputs
+                  else outputs["score"]).numpy()                     # [B, C], or the scores [B]
+        for j, r in enumerate(batch):
+          out[r] = p.problem.answer_of_outputs(values[j], threshold)
+      return out
+    tokenizer, seq = p.tokenizer, p.seq_length
+    packed = []
+    for values in rows:
+      ids = [tokenizer.encode(t) for t in values]
+      packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
+                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
+    logits = p.run(packed, progress)["logits"]
+    return [p.problem.answer(row, threshold) for row in logits]
+
+
+class Tagging(Answers):
+  """run_ner.py: the entities its tagger's graph finds (windows, words, characters)."""
+  own_graph = True
+
+  def strings(self, run, model, tokenizer):
+    recorded = run.settings
+    return tagger_module(model, tokenizer, run.max_seq_length, recorded.doc_stride,
+                         run.labels, recorded.tag_scheme, recorded.per_character).__call__
+
+  def of_export(self, cls, path, record, settings, load_model):
+    loaded = _load_export(path) if load_model else None
+    return cls("token_classification", ["text"], _export_tokenizer(path), runs.Settings(),
+               settings, path, strings=loaded.__call__ if loaded is not None else None)
+
+  def answer(self, p, rows, progress):
     sentences = [r[0] for r in rows]
     out = [None] * len(sentences)
-    for batch in self._batches([len(s) for s in sentences], progress, "tagging"):
-      found = self.strings(tf.constant([sentences[r] for r in batch]))
+    for batch in p.batches([len(s) for s in sentences], progress, "tagging"):
+      found = p.strings(tf.constant([sentences[r] for r in batch]))
       found = {k: v.numpy() for k, v in found.items() if k.startswith(("entity", "num_entities"))}
       for j, r in enumerate(batch):
         out[r] = dict(entities=[dict(type=found["entity_types"][j, e].decode(),
@@ -338,26 +354,36 @@ class Predictor:
                                 for e in range(int(found["num_entities"][j]))])
     return out
 
-  def _read(self, rows, progress):
-    """SQuAD: each question's windows over its context, the span head, then run_squad.py's
-    own n-best and null-score rules (`albert_tf.data.squad`)."""
-    record, s = self.record, self.settings
-    version_2 = str(record.get("task", "")).endswith("v2.0")
+
+class Reading(Answers):
+  """run_squad.py: each question's windows over its context, the span head, then
+  run_squad.py's own n-best and null-score rules (`albert_tf.data.squad`)."""
+
+  def check(self, values, where):
+    super().check(values, where)
+    if not values["context"].strip():
+      raise ValueError(f"{where}no context: a SQuAD question is answered from its 'context'")
+
+  def tokens(self, p, values):
+    return sum(p.count(v) for v in values) + 3        # every window of the context
+
+  def answer(self, p, rows, progress):
+    recorded, s = p.recorded, p.settings
     examples = [squad.SquadExample(str(i), q, c) for i, (q, c) in enumerate(rows)]
     converted = list(squad.convert_examples(
-        examples, self.tokenizer, self.seq_length, int(record.get("doc_stride", 128)),
-        int(record.get("max_query_length", 64)), is_training=False))
+        examples, p.tokenizer, p.seq_length, recorded.doc_stride, recorded.max_query_length,
+        is_training=False))
     packed = [dict(input_word_ids=f["input_ids"], input_mask=f["input_mask"],
                    input_type_ids=f["segment_ids"], p_mask=f["p_mask"]) for f, _ in converted]
-    outputs = self._run(packed, progress, ("p_mask",) if version_2 else ())
-    lengths = [sum(p["input_mask"]) for p in packed]
+    outputs = p.run(packed, progress, ("p_mask",) if p.version_2 else ())
+    lengths = [sum(f["input_mask"]) for f in packed]
     results = {}
     for i, (features, _) in enumerate(converted):
       results[features["unique_ids"]] = {
           k: v[i][:lengths[i]] if k.endswith("_logits") and v.ndim == 2 else v[i]
           for k, v in outputs.items()}
     metadata, spans = [m for _, m in converted], {}
-    if version_2:
+    if p.version_2:
       predictions, nbest, null = squad.predictions_v2(
           examples, metadata, results, s.n_best_size, s.max_answer_length,
           s.null_score_diff_threshold, spans)
@@ -370,16 +396,32 @@ class Predictor:
       span = spans.get(qid) if text else None
       answer = dict(answer=text, start=span[0] if span else None,
                     end=span[1] if span else None, score=nbest[qid][0]["probability"])
-      if version_2:
+      if p.version_2:
         answer.update(has_answer=bool(null[qid] <= s.null_score_diff_threshold),
                       null_score=float(null[qid]))
       out.append(answer)
     return out
 
-  def _choose(self, rows, progress):
-    """RACE: [CLS] article [SEP] question-with-option [SEP] per option, as run_race.py."""
-    tokenizer, seq = self.tokenizer, self.seq_length
-    max_qa_length = int(self.record.get("max_qa_length", 128))
+
+class Choosing(Answers):
+  """run_race.py: [CLS] article [SEP] question-with-option [SEP] per option, softmax over
+  the options."""
+
+  def check(self, values, where):
+    options = values["options"]
+    if not (isinstance(options, list) and len(options) >= 2
+            and all(isinstance(o, str) for o in options)):
+      raise ValueError(f"{where}'options' is {options!r}: a list of two or more texts")
+    super().check({k: v for k, v in values.items() if k != "options"}, where)
+
+  def tokens(self, p, values):
+    article = p.count(values[0])
+    return sum(min(p.seq_length, article + p.count(values[1] + " " + o) + 3)
+               for o in values[2])
+
+  def answer(self, p, rows, progress):
+    tokenizer, seq = p.tokenizer, p.seq_length
+    max_qa_length = p.recorded.max_qa_length
     out = [None] * len(rows)
     by_count: Dict[int, List[int]] = {}
     for i, values in enumerate(rows):
@@ -394,12 +436,35 @@ class Predictor:
         packed.append(dict(input_word_ids=[c["input_ids"] for c in choices],
                            input_mask=[c["input_mask"] for c in choices],
                            input_type_ids=[c["segment_ids"] for c in choices]))
-      logits = self._run(packed, progress)["logits"].astype(np.float64)   # [N, count]
-      p = np.exp(logits - logits.max(-1, keepdims=True))
-      p /= p.sum(-1, keepdims=True)
+      logits = p.run(packed, progress)["logits"].astype(np.float64)   # [N, count]
+      probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+      probabilities /= probabilities.sum(-1, keepdims=True)
       for j, i in enumerate(members):
-        out[i] = dict(choice=int(p[j].argmax()), probabilities=[float(x) for x in p[j]])
+        out[i] = dict(choice=int(probabilities[j].argmax()),
+                      probabilities=[float(x) for x in probabilities[j]])
     return out
+
+
+# What each kind of run answers with (the kinds of albert_tf.runs.KINDS that answer).
+ANSWERS = {"classification": Classifying(), "token_classification": Tagging(),
+           "question_answering": Reading(), "multiple_choice": Choosing()}
+KINDS = list(ANSWERS)
+assert set(KINDS) == set(runs.ANSWERING), "every answering kind has its Answers"
+
+
+def _load_export(path: str):
+  importlib.import_module("tensorflow_text")   # registers the export's tokenizer ops
+  return tf.saved_model.load(path)
+
+
+def _export_tokenizer(path: str) -> Optional[FullTokenizer]:
+  """The FullTokenizer of a serving export's vocabulary asset."""
+  assets = os.path.join(path, "assets")
+  names = tf.io.gfile.listdir(assets) if tf.io.gfile.isdir(assets) else []
+  spm = [n for n in names if n.endswith(".model")]
+  words = [n for n in names if n.endswith(".txt")]
+  return (FullTokenizer(spm_model_file=_local(os.path.join(assets, spm[0]))) if spm else
+          FullTokenizer(vocab_file=_local(os.path.join(assets, words[0]))) if words else None)
 
 
 def _local(path: str) -> str:
@@ -514,24 +579,13 @@ def auto_runtime(run: runs.Run):
 
 
 def onnx_file(run: runs.Run, quantization: str = "none") -> str:
-  """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), written now if it is
-  missing or was made from other weights than the run's best."""
+  """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), kept beside the run
+  (`runs.Run.kept`): written now if it is missing or was made from other weights."""
   from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
-  checkpoint = run.checkpoint
-  weights = runs.weights_fingerprint(checkpoint, quantization)
-  path = os.path.join(run.path, "onnx", "predict-int8.onnx" if quantization == "dynamic_int8"
-                      else "predict.onnx")   # (not a name hub_export/export_onnx.py suggests)
-  try:
-    with open(path + ".json", encoding="utf-8") as f:
-      made_from = json.load(f).get("weights")
-  except (OSError, ValueError):
-    made_from = None
-  if made_from != weights or not os.path.exists(path):
-    print(f"Writing the ONNX export of {checkpoint} to {path} (once; kept for later runs)")
-    labels = run.labels if run.kind.name == "classification" else None
-    write_onnx(run.model(), path, run.tokenizer(), quantization, labels, overwrite=True,
-               extra=dict(weights=weights, problem_type=run.problem_type))
-  return path
+  name = "onnx/predict-int8.onnx" if quantization == "dynamic_int8" else "onnx/predict.onnx"
+  return run.kept(name, lambda path: write_onnx(
+      run.model(), path, run.tokenizer(), quantization, run.labels if run.problem else None,
+      overwrite=True, extra=dict(problem_type=run.problem_type)), quantization)
 
 
 def onnx_forward(run: runs.Run, quantization: str = "none"):

@@ -11,15 +11,17 @@ A run directory holds, besides its checkpoints and logs, what the run is:
 This module is the only code that reads or writes that record: the tasks claim and record
 through `claim`, and everything that reads a trained run back (convert, the exporters,
 predictions, tests, benchmarks) goes through `Run.read`, whose `model()` rebuilds the
-task's model with its weights. Each task kind says in one place (`KINDS`) how its model
-is built and what it offers on device; the model classes themselves say what they are in
-transformers and what an inference export returns.
+task's model with its weights. Each task kind is declared once, in `KINDS`: its model, the
+settings its record holds (a typed `Settings` dataclass, `Run.settings`), the fields of an
+example it answers, its TFLite module, its serving export and how its example texts are
+read; a classifier's problem is `albert_tf.problems`'. What is made from a run and kept
+beside it (a serving export, an ONNX file) is `Run.kept`, remade when the weights change.
 """
 
 import dataclasses
 import json
 import os
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -38,9 +40,66 @@ from albert_tf.training.distribute import is_chief
 from albert_tf.training.trainer import BEST_PREFIX
 
 RECORD = "run_config.json"
+MADE_FROM = "made_from.json"   # what the exports kept in a run were made from
 DATA = "data"        # the record's where-the-training-data-was: not what makes it another run
 LABELS = "labels.txt"
 BEST_TRIAL = "best_trial.txt"
+
+
+# ----------------------------------------------------------------------------- task settings
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What a kind records of a run besides the model and the vocabulary: the settings its
+  inputs are read and its answers made with. A field missing from a record (an older
+  albert_tf's) takes its default."""
+
+  @classmethod
+  def of_record(cls, record: dict) -> "Settings":
+    values = {}
+    for f in dataclasses.fields(cls):
+      if record.get(f.name) is not None:
+        value = record[f.name]
+        values[f.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
+
+  def to_record(self) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self).items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierSettings(Settings):
+  """run_classifier.py on your own files (a GLUE run records none: its task says them)."""
+  problem_type: Optional[str] = None
+  labels: Tuple[str, ...] = ()
+  text_columns: Tuple[str, ...] = ()
+  label_column: str = "label"
+  label_delimiter: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggerSettings(Settings):
+  """run_ner.py: the tags (labels.txt), their scheme, the windows' stride, and whether a
+  word is a character (the Chinese sets)."""
+  labels: Tuple[str, ...] = ()
+  tag_scheme: str = "BIO"
+  doc_stride: int = 128
+  per_character: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderSettings(Settings):
+  """run_squad.py: the context windows' stride and the longest question, in pieces."""
+  doc_stride: int = 128
+  max_query_length: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ChoiceSettings(Settings):
+  """run_race.py: the levels trained on and the longest question-with-option."""
+  levels: Tuple[str, ...] = ()
+  max_qa_length: int = 128
 
 
 # ----------------------------------------------------------------------------- task kinds
@@ -54,14 +113,24 @@ class Kind:
   build: (encoder, run) -> the task model over `encoder` (an AlbertEncoder, or the
     hub.KerasLayer of the encoder SavedModel the run was fine-tuned from).
   lite: (model, run, seq_length, tokenizer) -> the TFLite module of the model, if it has one.
+  settings: what its record holds besides the model (a `Settings` class).
+  fields: what an example to answer holds, in order (None: a classifier's text columns;
+    () for a kind that answers nothing).
   texts: (run, path) -> the text fields of each example of a data file or directory in
     the kind's own format (what int8 TFLite calibrates on), if it has a TFLite module.
+  export: the `kind` its raw-text serving export records (albert_tf_export.json), if it
+    has one; serving: (run, model, path, record) -> writes that export of `model` in
+    `path` (replacing it), `record` added to its record.
   """
   name: str
   script: str
   build: Callable
+  settings: type = Settings
+  fields: Optional[Tuple[str, ...]] = None
   lite: Optional[Callable] = None
   texts: Optional[Callable] = None
+  export: Optional[str] = None
+  serving: Optional[Callable] = None
 
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
@@ -72,6 +141,22 @@ def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenize
 def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteTagger  # pylint: disable=g-import-not-at-top
   return LiteTagger(model, tokenizer, seq_length)
+
+
+def _serve_classifier(run: "Run", model, path: str, record: dict) -> None:
+  from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
+  problem = run.problem
+  export_classifier(model, path, run.tokenizer(), run.max_seq_length, problem.export_labels,
+                    pairs=len(run.text_fields) == 2, overwrite=True, record=record,
+                    multi_label_threshold=problem.serving_threshold(0.5))
+
+
+def _serve_tagger(run: "Run", model, path: str, record: dict) -> None:
+  from albert_tf.export.tagger import export_tagger  # pylint: disable=g-import-not-at-top
+  settings = run.settings
+  export_tagger(model, path, run.tokenizer(), run.max_seq_length, settings.doc_stride,
+                run.labels, settings.tag_scheme, settings.per_character, overwrite=True,
+                record=record)
 
 
 def _classifier_texts(run: "Run", path: str) -> List[List[str]]:
@@ -114,22 +199,33 @@ KINDS = {
     "classification": Kind(
         "classification", "run_classifier.py",
         lambda encoder, run: AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout),
-        _lite_classifier, _classifier_texts),
+        ClassifierSettings, None, _lite_classifier, _classifier_texts, "classifier",
+        _serve_classifier),
     "token_classification": Kind(
         "token_classification", "run_ner.py",
         lambda encoder, run: AlbertTokenClassifier(encoder, len(run.labels),
                                                    dropout_rate=run.dropout),
-        _lite_tagger, _tagger_texts),
+        TaggerSettings, ("text",), _lite_tagger, _tagger_texts, "tagger", _serve_tagger),
     "multiple_choice": Kind(
         "multiple_choice", "run_race.py",
-        lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout)),
+        lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout),
+        ChoiceSettings, ("article", "question", "options")),
     "question_answering": Kind(
         "question_answering", "run_squad.py",
         lambda encoder, run: AlbertQuestionAnswerer(
-            encoder, version_2_with_negative=run.task.endswith("v2.0"))),
+            encoder, version_2_with_negative=run.version_2),
+        ReaderSettings, ("question", "context")),
     "pretraining": Kind("pretraining", "run_pretraining.py",
-                        lambda encoder, run: AlbertPretrainer(encoder)),
+                        lambda encoder, run: AlbertPretrainer(encoder), Settings, ()),
 }
+# The kinds whose runs answer new text (predict.py, the Predictor, Beam).
+ANSWERING = [name for name, kind in KINDS.items() if kind.fields != ()]
+
+
+def kind_of_export(record: Optional[dict]) -> Optional[Kind]:
+  """The kind of a serving export, from its record (albert_tf_export.json), or None."""
+  return next((k for k in KINDS.values() if k.export and (record or {}).get("kind") == k.export),
+              None)
 
 
 def kind_of(task: str) -> Optional[Kind]:
@@ -200,6 +296,31 @@ class Run:
     return kind_of(self.task)
 
   @property
+  def settings(self) -> Settings:
+    """The kind's settings, as the run recorded them (`Kind.settings`)."""
+    return self.kind.settings.of_record(self.record)
+
+  @property
+  def version_2(self) -> bool:
+    """A SQuAD v2.0 run (it may answer that there is no answer)."""
+    return self.task.endswith("v2.0")
+
+  @property
+  def do_lower_case(self) -> bool:
+    return bool(self.record.get("do_lower_case", True))
+
+  @property
+  def trained_dtype(self) -> Optional[str]:
+    """The compute dtype the run was trained in (None before any training)."""
+    return self.training.get("dtype")
+
+  @property
+  def fields(self) -> List[str]:
+    """What an example to answer holds, in order (a classifier's: its text columns)."""
+    fields = self.kind.fields
+    return list(self.text_columns if fields is None else fields)
+
+  @property
   def config(self) -> AlbertConfig:
     return AlbertConfig.from_dict(self.record["model"])
 
@@ -232,9 +353,8 @@ class Run:
   @property
   def labels(self) -> Optional[List[str]]:
     """Label names in id order (a classifier's, a tagger's tags), or None."""
-    if "labels" in self.record and self.kind.name in ("token_classification",
-                                                      "classification"):
-      return list(self.record["labels"]) or (["LABEL_0"] if self.num_outputs == 1 else [])
+    if "labels" in self.record and hasattr(self.settings, "labels"):
+      return list(self.settings.labels) or (["LABEL_0"] if self.num_outputs == 1 else [])
     task = self.glue_task
     if task is not None:
       return list(task.labels) if task.labels else ["LABEL_0"]
@@ -246,10 +366,10 @@ class Run:
     task's; None for other kinds."""
     if self.kind.name != "classification":
       return None
-    task = self.glue_task
-    if task is not None and not self.record.get("problem_type"):
+    task, settings = self.glue_task, self.settings
+    if task is not None and not settings.problem_type:
       return problems.Problem.of_glue(task)
-    return problems.Problem.of(self.record.get("problem_type"), self.record.get("labels") or [])
+    return problems.Problem.of(settings.problem_type, settings.labels)
 
   @property
   def problem_type(self) -> Optional[str]:
@@ -266,7 +386,7 @@ class Run:
     """A serving signature's text inputs: GLUE's names for the task's text columns."""
     task = self.glue_task
     if task is None:
-      columns = self.record.get("text_columns") or ["text"]
+      columns = getattr(self.settings, "text_columns", ()) or ["text"]
       return ["sentence1", "sentence2"] if len(columns) == 2 else ["sentence"]
     pairs = any(s.text_b is not None for s in task.splits.values())
     return ["sentence1", "sentence2"] if pairs else ["sentence"]
@@ -275,7 +395,7 @@ class Run:
   def text_columns(self) -> List[str]:
     """The columns of the files the run reads: your own files' text columns, or GLUE's
     field names."""
-    return list(self.record.get("text_columns") or (
+    return list(getattr(self.settings, "text_columns", ()) or (
         ["text"] if len(self.text_fields) == 1 else ["sentence1", "sentence2"]))
 
   @property
@@ -321,7 +441,7 @@ class Run:
       raise FileNotFoundError(f"the vocabulary of {self.flag}={self.path}, {path}"
                               + ("" if given else f" (from its {RECORD})") + ", is missing")
     tokenizer = FullTokenizer(vocab_file=vocab_file, spm_model_file=spm_model_file,
-                              do_lower_case=self.record.get("do_lower_case", True))
+                              do_lower_case=self.do_lower_case)
     tokenizer.check_fits(self.config.vocab_size, f"{self.flag}={self.path}")
     return tokenizer
 
@@ -330,14 +450,31 @@ class Run:
   @property
   def checkpoint(self) -> str:
     """model.ckpt-best, else the latest checkpoint."""
-    best = os.path.join(self.path, BEST_PREFIX)
-    if tf.io.gfile.exists(best + ".index"):
-      return best
-    latest = tf.train.latest_checkpoint(self.path)
-    if not latest:
+    found = checkpoint_of(self.path)
+    if not found:
       raise ValueError(f"{self.flag}={self.path} holds no checkpoint ({BEST_PREFIX} or "
                        "another): train it first")
-    return latest
+    return found
+
+  def kept(self, name: str, write: Callable[[str], None], *settings) -> str:
+    """`<run>/<name>`: what is made from the run's weights (`checkpoint`) with `settings`
+    and kept beside it (a serving export, an ONNX file), made now by `write(path)` when it
+    is missing or was made from other weights (a later best checkpoint) or settings.
+    What each was made from is recorded in `<run>/made_from.json`."""
+    path = os.path.join(self.path, name)
+    fingerprint_of = weights_fingerprint(self.checkpoint, *settings)
+    record = os.path.join(self.path, MADE_FROM)
+    try:
+      with open(record, encoding="utf-8") as f:
+        made = json.load(f)
+    except (OSError, ValueError):
+      made = {}
+    if made.get(name) == fingerprint_of and os.path.exists(path):
+      return path
+    print(f"Writing {path} from {self.checkpoint} (once; kept for later runs)")
+    write(path)
+    write_json(record, dict(made, **{name: fingerprint_of}), indent=2, sort_keys=True)
+    return path
 
   def best_step(self) -> Optional[int]:
     return best_step(self.path)
@@ -405,6 +542,28 @@ def read_record(output_dir: str) -> dict:
     return {}
   with open(path, encoding="utf-8") as f:
     return json.load(f)
+
+
+def earlier_settings(output_dir: str, settings: type) -> Settings:
+  """The `settings` (a `Settings` class) an earlier run in `output_dir` recorded, their
+  defaults where it recorded none."""
+  return settings.of_record(read_record(output_dir))
+
+
+def earlier(output_dir: str) -> Optional[Run]:
+  """The run an earlier invocation recorded in `output_dir` (a task resuming, evaluating
+  or exporting it), unchecked; None when there is none."""
+  record = read_record(output_dir)
+  return Run(os.path.abspath(output_dir), record, "--output_dir") if record else None
+
+
+def checkpoint_of(output_dir: str) -> Optional[str]:
+  """The checkpoint a run's inference reads: model.ckpt-best, else the latest, else None."""
+  best = os.path.join(output_dir, BEST_PREFIX)
+  if tf.io.gfile.exists(best + ".index"):
+    return best
+  latest = tf.train.latest_checkpoint(output_dir)
+  return latest if latest and tf.io.gfile.exists(latest + ".index") else None
 
 
 def best_step(output_dir: str) -> Optional[int]:

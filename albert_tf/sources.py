@@ -215,7 +215,7 @@ def describe(directory: Optional[str] = None, flag: str = "--albert_directory", 
                          "start from its --export_dir, or from that SavedModel")
       spm, vocab = run.vocabulary()
       described = Description(run.config, where, run.checkpoint, spm, vocab,
-                              run.record.get("do_lower_case", True),
+                              run.do_lower_case,
                               f"{spm or vocab} (the vocabulary {where} recorded)",
                               "" if spm or vocab else f"{where} recorded no vocabulary; "
                               "pass --spm_model_file or --vocab_file")

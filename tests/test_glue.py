@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf import AlbertConfig, AlbertPretrainer, runs, save_original_checkpoint
+from albert_tf.problems import Problem
 from albert_tf.tasks import classification as classifier
 from albert_tf.training import metrics
 from albert_tf.training import trainer as training
@@ -714,7 +715,7 @@ def test_prediction_and_serving_trace_the_model_once(model_files, tmp_path):
   assert run._predict_fns[id(model)].experimental_get_tracing_count() == 1  # pylint: disable=protected-access
   fresh = run.build_model()
   root = export_module._ServingClassifier(  # pylint: disable=protected-access
-      fresh, AlbertTokenizer(model_files["spm"]), SEQ, ("0", "1"))
+      fresh, AlbertTokenizer(model_files["spm"]), SEQ, Problem.of_glue(glue.get_task("MRPC")))
   classify = tf.function(lambda a, b: root.classify([a, b]), autograph=False)
   classify(tf.constant(["a b"]), tf.constant(["c"]))
   assert classify.experimental_get_tracing_count() == 1

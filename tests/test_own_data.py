@@ -397,3 +397,43 @@ def test_the_best_checkpoint_picture_draws_the_dev_results(tmp_path):
   assert true.tolist() == [0.5, 1.5, 3.0] and predicted.tolist() == [0.4, 1.7, 2.0]
   for name in ("single", "multi", "scores"):
     assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_each_problem_s_loss_and_answers_equal_numpy_references():
+  """Each problem class's loss is transformers' (softmax cross-entropy; sigmoid
+  cross-entropy averaged over labels, BCEWithLogitsLoss; squared error), and the answer it
+  makes of logits equals the one of its serving and TFLite outputs, as NumPy computes them."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  logits = rng.normal(0, 3, (5, 3)).astype(np.float32)                         # [N, C]
+  softmax = np.exp(logits - logits.max(-1, keepdims=True))
+  softmax /= softmax.sum(-1, keepdims=True)
+  sigmoid = 1 / (1 + np.exp(-logits.astype(np.float64)))
+  cases = [
+      (problems.Problem.of(problems.SINGLE, ["a", "b", "c"]), np.array([0, 2, 1, 1, 0], np.int32),
+       lambda y: -np.log(softmax[np.arange(5), y]), softmax),
+      (problems.Problem.of(problems.MULTI, ["a", "b", "c"]),
+       (rng.random((5, 3)) > 0.5).astype(np.float32),
+       lambda y: -np.mean(y * np.log(sigmoid) + (1 - y) * np.log(1 - sigmoid), -1), sigmoid),
+      (problems.Problem.of(problems.REGRESSION), rng.normal(size=5).astype(np.float32),
+       lambda y: (logits[:, 0] - y) ** 2, logits[:, :1])]
+  for problem, targets, want_loss, want_outputs in cases:
+    got = problem.per_example_loss(tf.constant(logits[:, :problem.num_outputs]),
+                                   tf.constant(targets))
+    np.testing.assert_allclose(got["loss"].numpy(), want_loss(targets), rtol=1e-5, atol=1e-6)
+    served = problem.serving_outputs(tf.constant(logits[:, :problem.num_outputs]), 0.5)
+    lite = problem.lite_outputs(tf.constant(logits[:, :problem.num_outputs]))
+    for outputs in (served, lite):
+      values = (outputs["probabilities"] if "probabilities" in outputs
+                else outputs["score"]).numpy()
+      np.testing.assert_allclose(values.reshape(5, -1), want_outputs, rtol=1e-5, atol=1e-6)
+      for i in range(5):
+        from_logits = problem.answer(logits[i, :problem.num_outputs], 0.5)
+        from_outputs = problem.answer_of_outputs(values[i], 0.5)
+        assert from_logits.keys() == from_outputs.keys()
+        assert from_logits.get("label") == from_outputs.get("label")
+        assert from_logits.get("labels") == from_outputs.get("labels")
+  assert problems.Problem.of(problems.MULTI, ["a"]) != problems.Problem.of(problems.SINGLE, ["a"])
+  with pytest.raises(ValueError, match="unknown problem type 'multilabel'"):
+    problems.Problem.of("multilabel", ["a"])

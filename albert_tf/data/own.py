@@ -59,7 +59,7 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
   `need_labels=False` (a test file, predicted) accepts."""
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{flag + '=' if flag else ''}{path} not found")
-  kind = file_format(path, flag)
+  suffix = file_format(path, flag)
   rows, has_labels = [], None
   for index, (line, record) in enumerate(records(path, flag)):
     missing = [c for c in list(columns.text) + ([columns.id] if columns.id else [])
@@ -82,7 +82,7 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
       if not isinstance(value, str):
         raise ValueError(f"{path}:{line}: column {c!r} is {value!r}, not text")
       texts.append(value)
-    label = _label(record[columns.label], columns, kind, path, line) if labelled else None
+    label = _label(record[columns.label], columns, suffix, path, line) if labelled else None
     rows.append(Row(texts, label, index, None if not columns.id else str(record[columns.id]),
                     line))
   if not rows:
@@ -93,14 +93,14 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
 def records(path: str, flag: str = "") -> Iterator[Tuple[int, dict]]:
   """(line number, {column: value}) of each row of a CSV, TSV or JSONL file (blank lines
   skipped); errors name `path:line`."""
-  kind = file_format(path, flag)
-  with open(path, encoding="utf-8-sig", newline="" if kind != "jsonl" else None) as f:
-    if kind == "jsonl":
+  suffix = file_format(path, flag)
+  with open(path, encoding="utf-8-sig", newline="" if suffix != "jsonl" else None) as f:
+    if suffix == "jsonl":
       for number, text in enumerate(f, 1):
         if text.strip():
           yield number, json_record(text, path, number)
     else:
-      yield from delimited_records(f, path, kind)
+      yield from delimited_records(f, path, suffix)
 
 
 def json_record(text: str, path: str, number: int) -> dict:
@@ -116,11 +116,11 @@ def json_record(text: str, path: str, number: int) -> dict:
   return record
 
 
-def delimited_records(f, path: str, kind: str, errors: bool = False
+def delimited_records(f, path: str, suffix: str, errors: bool = False
                       ) -> Iterator[Tuple[int, dict]]:
   """(line number, {header: field}) of each row of an open CSV or TSV file with a header;
   `errors`: a malformed row gives (line number, its ValueError) and reading goes on."""
-  reader = csv.reader(f, delimiter="\t" if kind == "tsv" else ",")
+  reader = csv.reader(f, delimiter="\t" if suffix == "tsv" else ",")
   header = next(reader, None)
   if header is None:
     return
@@ -139,7 +139,7 @@ def delimited_records(f, path: str, kind: str, errors: bool = False
     yield line, dict(zip(header, fields))
 
 
-def _label(value, columns: Columns, kind: str, path: str, line: int) -> Label:
+def _label(value, columns: Columns, suffix: str, path: str, line: int) -> Label:
   """The label as the file gives it: a list (multi-label), else a string or a number."""
   where = f"{path}:{line}"
   if isinstance(value, list):
@@ -152,7 +152,7 @@ def _label(value, columns: Columns, kind: str, path: str, line: int) -> Label:
     raise ValueError(f"{where}: empty label in column {columns.label!r}")
   if isinstance(value, bool) or not isinstance(value, (str, int, float)):
     raise ValueError(f"{where}: label {value!r} is neither text, a number nor a list")
-  if kind != "jsonl" and columns.label_delimiter:
+  if suffix != "jsonl" and columns.label_delimiter:
     parts = [p.strip() for p in value.split(columns.label_delimiter)]
     if any(not p for p in parts):
       raise ValueError(f"{where}: label {value!r} has an empty label between "
@@ -175,9 +175,3 @@ def as_number(value) -> Optional[float]:
   except (TypeError, ValueError):
     return None
 
-
-def record(problem, columns: Columns) -> Dict[str, object]:
-  """What a run records of its data, enforced on resume."""
-  return dict(problem_type=problem.type, labels=problem.labels,
-              text_columns=list(columns.text), label_column=columns.label,
-              label_delimiter=columns.label_delimiter)

@@ -262,7 +262,8 @@ class FinetuningTask:
                                  opts.gcp_project)
     self.check_outputs()
     runs.claim(opts.output_dir, dict(task=self.name, **self.source.record(),
-                                     max_seq_length=opts.max_seq_length, **self.run_record()),
+                                     max_seq_length=opts.max_seq_length,
+                                     **self.run_record().to_record()),
                self.strategy, opts, {k: getattr(opts, k, None) for k in ("train_file",
                                                                           "data_dir")})
     self.build_features()
@@ -275,7 +276,8 @@ class FinetuningTask:
     opts = self.opts
     if self.source.hub_handle and opts.dtype == precision.AUTO:
       return "float32"
-    recorded = (runs.read_record(opts.output_dir).get("training") or {}).get("dtype")
+    earlier = runs.earlier(opts.output_dir)
+    recorded = earlier.trained_dtype if earlier else None
     return precision.resolve(opts.dtype, precision.probe_shape(
         self.source.config, self.micro_batch_size * opts.max_seq_length), recorded)
 
@@ -293,9 +295,10 @@ class FinetuningTask:
   def check_outputs(self) -> None:
     """Checks output targets before the output directory is claimed."""
 
-  def run_record(self) -> dict:
-    """Settings besides the model that make a run another run."""
-    return {}
+  def run_record(self) -> runs.Settings:
+    """The kind's settings (`albert_tf.runs`): besides the model, what makes a run another
+    run."""
+    return runs.Settings()
 
   def build_features(self) -> None:
     """Builds or reuses the cached features."""
@@ -382,13 +385,11 @@ class FinetuningTask:
   def restore_for_inference(self, model) -> str:
     """Loads model.ckpt-best of the output dir, else its latest checkpoint, else the
     source's initial weights; returns what was loaded."""
-    best = os.path.join(self.opts.output_dir, BEST_PREFIX)
-    latest = tf.train.latest_checkpoint(self.opts.output_dir)
-    for prefix in (best, latest):
-      if prefix and tf.io.gfile.exists(prefix + ".index"):
-        with reading_checkpoint(prefix):
-          tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
-        return prefix
+    prefix = runs.checkpoint_of(self.opts.output_dir)
+    if prefix:
+      with reading_checkpoint(prefix):
+        tf.train.Checkpoint(**model.checkpoint_items).read(prefix).expect_partial()
+      return prefix
     self.source.initialize(model)
     return self.source.init_checkpoint or self.source.hub_handle or "random initialization"
 

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import runs
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import race
 from albert_tf.files import atomic_open, write_json, write_results
@@ -118,7 +119,7 @@ class RaceRun(FinetuningTask):
                      for split in self.splits}
 
   def run_record(self):
-    return dict(levels=list(self.levels), max_qa_length=self.opts.max_qa_length)
+    return runs.ChoiceSettings(tuple(self.levels), self.opts.max_qa_length)
 
   def build_features(self):
     opts = self.opts

@@ -83,12 +83,12 @@ class OwnDataRun(FinetuningTask):
       self.problem = problems.decide(self.rows["train"], opts.problem_type,
                                      self.files["train"])
     else:
-      recorded = runs.read_record(opts.output_dir)
-      if not recorded.get("problem_type"):
+      earlier = runs.earlier(opts.output_dir)
+      if earlier is None or not earlier.settings.problem_type:
         raise ValueError(f"--output_dir={opts.output_dir} holds no run trained on your own files: "
                          "--do_eval or --do_predict without --do_train reads the problem and "
                          "the labels from it")
-      self.problem = problems.Problem.of(recorded["problem_type"], recorded["labels"])
+      self.problem = earlier.problem
     self.targets = {split: problems.targets(rows, self.problem, self.files[split])
                     for split, rows in self.rows.items() if rows[0].label is not None}
     self.best_metric = opts.best_metric or self.problem.best_metric
@@ -103,7 +103,9 @@ class OwnDataRun(FinetuningTask):
                        f"{self.problem.type}; choose one of {', '.join(names)}")
 
   def run_record(self):
-    return own.record(self.problem, self.columns)
+    return runs.ClassifierSettings(self.problem.type, tuple(self.problem.labels),
+                                   tuple(self.columns.text), self.columns.label,
+                                   self.columns.label_delimiter)
 
   def can_evaluate(self):
     return "dev" in self.targets

@@ -134,7 +134,8 @@ class Pretraining:
                        f"{opts.albert_config_file or opts.albert_directory}")
     check_batch_sizes(self.strategy, train_batch_size=opts.train_batch_size,
                       eval_batch_size=opts.eval_batch_size)
-    recorded = (runs.read_record(opts.output_dir).get("training") or {}).get("dtype")
+    earlier = runs.earlier(opts.output_dir)
+    recorded = earlier.trained_dtype if earlier else None
     self.opts = opts = dataclasses.replace(opts, dtype=precision.resolve(
         opts.dtype, precision.probe_shape(
             self.config, opts.train_batch_size // opts.gradient_accumulation_steps

@@ -22,6 +22,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import runs
 from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import squad
 from albert_tf.files import write_json, write_results
@@ -166,7 +167,7 @@ class SquadRun(FinetuningTask):
                                                   opts.predict_feature_left_file)
 
   def run_record(self):
-    return dict(doc_stride=self.opts.doc_stride, max_query_length=self.opts.max_query_length)
+    return runs.ReaderSettings(self.opts.doc_stride, self.opts.max_query_length)
 
   def build_features(self):
     opts = self.opts

@@ -75,8 +75,8 @@ class NerRun(FinetuningTask):
         + (["test"] if opts.do_predict else [])
     self.files = {split: _split_file(opts.data_dir, split) for split in self.splits}
     self.sentences = {split: ner.read_sentences(path) for split, path in self.files.items()}
-    trained = runs.read_record(opts.output_dir)
-    if "train" in self.sentences or not trained.get("labels"):
+    trained = runs.earlier_settings(opts.output_dir, runs.TaggerSettings)
+    if "train" in self.sentences or not trained.labels:
       train = self.files.get("train") or _split_file(opts.data_dir, "train")
       sentences = self.sentences.get("train") or ner.read_sentences(train)
       ner.check_tags(sentences, train)
@@ -85,8 +85,8 @@ class NerRun(FinetuningTask):
       # Character tagging (the Chinese sets): what the serving export splits text into.
       self.per_character = all(len(w) == 1 for s in sentences for w in s.words)
     else:   # evaluating, predicting or exporting with a trained run's tags
-      self.labels, self.scheme = trained["labels"], trained["tag_scheme"]
-      self.per_character = trained.get("per_character", False)
+      self.labels, self.scheme = list(trained.labels), trained.tag_scheme
+      self.per_character = trained.per_character
     if opts.tag_scheme != "auto":
       self.scheme = opts.tag_scheme
     for split in ("dev", "test"):
@@ -100,8 +100,8 @@ class NerRun(FinetuningTask):
     return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
 
   def run_record(self):
-    return dict(labels=self.labels, tag_scheme=self.scheme, doc_stride=self.opts.doc_stride,
-                per_character=self.per_character)
+    return runs.TaggerSettings(tuple(self.labels), self.scheme, self.opts.doc_stride,
+                               self.per_character)
 
   def build_features(self):
     opts = self.opts
