@@ -11,20 +11,11 @@ hub_export/export.py. TF-Hub SavedModels are written by hub_export/export.py
 (which takes any of these directories as --albert_directory).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.commands import convert
+from albert_tf.commands import table
 
-cli.define_flags(convert.ConvertOptions)
-
-
-def main(argv):
-  cli.run_with_flags(argv, convert.ConvertOptions, convert.run)
-
+main = table.main("convert_checkpoint")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

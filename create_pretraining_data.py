@@ -18,20 +18,11 @@ the original tool's features (input_ids, input_mask, segment_ids,
 token_boundary, masked_lm_*, next_sentence_labels).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.data import creation
+from albert_tf.commands import table
 
-cli.define_flags(creation.CreationOptions, original=creation.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, creation.CreationOptions, creation.create)
-
+main = table.main("create_pretraining_data")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

@@ -43,32 +43,23 @@ MODEL = dict(vocab_size=2000, embedding_size=64, hidden_size=128, num_hidden_lay
 SEQ = 64  # short sequences keep the whole demo within minutes on 2 CPU cores
 
 
-# Each step's command: the script, and the options and function it runs (what the script
-# calls once its flags are read). The steps run in this one process, each printed as the
-# command line that does the same alone: one TensorFlow start-up instead of one per step.
-COMMANDS = {
-    "create_vocab.py": ("albert_tf.text.vocab", "VocabOptions", "run"),
-    "create_pretraining_data.py": ("albert_tf.data.creation", "CreationOptions", "create"),
-    "run_pretraining.py": ("albert_tf.tasks.pretraining", "PretrainingOptions", "run"),
-    "hub_export/export.py": ("albert_tf.commands.export_tf_hub", "ExportOptions", "run"),
-    "run_classifier.py": ("albert_tf.tasks.classification", "ClassifierOptions", "run"),
-    "hub_export/export_tflite.py": ("albert_tf.commands.export_tflite", "TFLiteOptions", "run"),
-}
+# The steps run in this one process, each printed as the command line that does the same
+# alone: one TensorFlow start-up instead of one per step. What each script runs is
+# albert_tf/commands/table.py's.
 
 
 def _run(step: str, script: str, **flag_values) -> float:
   """Runs `script`'s command with these flags, printing its command line; returns the
   seconds taken."""
-  import importlib  # pylint: disable=g-import-not-at-top
   shown = [script] + [(f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
                       for k, v in flag_values.items()]
   print(f"\n== {step}\n$ python {' '.join(shlex.quote(c) for c in shown)}", flush=True)
-  module, options, function = COMMANDS[script]
-  module = importlib.import_module(module)
   from albert_tf import cli  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import table  # pylint: disable=g-import-not-at-top
+  options, run, _ = table.COMMANDS[table.BY_SCRIPT[script]].load()
   cli.tune_gc()   # as the scripts do, once TensorFlow is imported
   started = time.time()
-  getattr(module, function)(getattr(module, options)(**flag_values))
+  run(options(**flag_values))
   sys.stdout.flush()
   return time.time() - started
 

@@ -14,20 +14,11 @@ with --id_column): a classifier's `label`/`labels`/`score` and `probabilities`, 
 choose how; --runner runs it on Apache Beam.
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.commands import predict
+from albert_tf.commands import table
 
-cli.define_flags(predict.PredictOptions)
-
-
-def main(argv):
-  cli.run_with_flags(argv, predict.PredictOptions, predict.run)
-
+main = table.main("predict")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

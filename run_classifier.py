@@ -16,20 +16,11 @@ eval_log.csv, train_log.csv, learning_curve.png, <TASK>.tsv (GLUE
 submission), TensorBoard summaries (train/, eval/).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.tasks import classification as classifier
+from albert_tf.commands import table
 
-cli.define_flags(classifier.ClassifierOptions, original=classifier.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, classifier.ClassifierOptions, classifier.run)
-
+main = table.main("run_classifier")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

@@ -17,20 +17,11 @@ predicted tag appended, for conlleval), eval_log.csv, train_log.csv, learning_cu
 TensorBoard summaries (train/, eval/).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.tasks import token_classification as ner_task
+from albert_tf.commands import table
 
-cli.define_flags(ner_task.NerOptions)
-
-
-def main(argv):
-  cli.run_with_flags(argv, ner_task.NerOptions, ner_task.run)
-
+main = table.main("run_ner")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

@@ -10,20 +10,11 @@ Rerunning the same command after a crash resumes from the latest checkpoint in
 --output_dir. TensorBoard: `tensorboard --logdir out`.
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.tasks import pretraining
+from albert_tf.commands import table
 
-cli.define_flags(pretraining.PretrainingOptions, original=pretraining.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, pretraining.PretrainingOptions, pretraining.run)
-
+main = table.main("run_pretraining")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

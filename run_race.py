@@ -15,20 +15,11 @@ test_results.txt, eval_log.csv, train_log.csv, learning_curve.png,
 TensorBoard summaries.
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.tasks import multiple_choice
+from albert_tf.commands import table
 
-cli.define_flags(multiple_choice.RaceOptions, original=multiple_choice.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, multiple_choice.RaceOptions, multiple_choice.run)
-
+main = table.main("run_race")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

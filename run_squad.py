@@ -19,20 +19,11 @@ also best_f1 and best_f1_thresh, the threshold to use on another set via
 learning_curve.png, TensorBoard summaries, and the cached features.
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.tasks import question_answering
+from albert_tf.commands import table
 
-cli.define_flags(question_answering.SquadOptions, original=question_answering.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, question_answering.SquadOptions, question_answering.run)
-
+main = table.main("run_squad")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

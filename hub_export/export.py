@@ -15,20 +15,11 @@ or from explicit files (original TF1 checkpoints and albert_tf's own both load):
 (`--vocab_file=vocab_chinese.txt` instead of `--spm_model_file` for a WordPiece vocabulary).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.commands import export_tf_hub
+from albert_tf.commands import table
 
-cli.define_flags(export_tf_hub.ExportOptions, original=export_tf_hub.ORIGINAL_FLAGS)
-
-
-def main(argv):
-  cli.run_with_flags(argv, export_tf_hub.ExportOptions, export_tf_hub.run)
-
+main = table.main("export_tf_hub")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

@@ -10,20 +10,11 @@ sequence), outputs named as the SavedModels' (`logits`; `start_logits`, `end_log
 `vocab.txt`) and `<file>.json` (do_lower_case, special ids, labels).
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.commands import export_onnx
+from albert_tf.commands import table
 
-cli.define_flags(export_onnx.OnnxOptions)
-
-
-def main(argv):
-  cli.run_with_flags(argv, export_onnx.OnnxOptions, export_onnx.run)
-
+main = table.main("export_onnx")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)

@@ -25,20 +25,11 @@ Run it with the TF Text ops registered:
       model_path="mrpc.tflite")
 """
 
-import os
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
-
 from absl import app
 
-from albert_tf import cli
-from albert_tf.commands import export_tflite
+from albert_tf.commands import table
 
-cli.define_flags(export_tflite.TFLiteOptions)
-
-
-def main(argv):
-  cli.run_with_flags(argv, export_tflite.TFLiteOptions, export_tflite.run)
-
+main = table.main("export_tflite")   # its flags, from albert_tf/commands/table.py
 
 if __name__ == "__main__":
   app.run(main)
