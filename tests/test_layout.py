@@ -39,7 +39,7 @@ ALLOWED = {
     "predictor.py": {"runs", "problems", "export", "modeling", "text", "data", "files",
                      "progress"},
     # The same answers for a corpus, on Apache Beam: the predictor's, through RunInference.
-    "predict_beam.py": {"predictor", "runs", "export", "data", "files"},
+    "predict_beam.py": {"predictor", "runs", "data", "files"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
     "commands": {"sources", "runs", "problems", "predictor", "predict_beam", "export", "formats", "modeling", "text", "data", "training", "files",
@@ -228,6 +228,57 @@ def import_circles(graph):
   return circles
 
 
+def test_every_command_is_in_the_table_on_path_and_behind_its_script():
+  """albert_tf/commands/table.py lists every root script; each script, demo.py and the
+  [project.scripts] entry points read it, and `pip install` put the entry points beside
+  this Python, where one runs as its script does."""
+  import tomllib  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import table  # pylint: disable=import-outside-toplevel
+  scripts = sorted(str(p.relative_to(ROOT)) for p in list(ROOT.glob("*.py"))
+                   + list((ROOT / "hub_export").glob("*.py")) if p.name != "demo.py")
+  assert sorted(c.script for c in table.COMMANDS.values()) == scripts
+  for name, command in table.COMMANDS.items():
+    text = (ROOT / command.script).read_text(encoding="utf-8")
+    assert f'table.main("{name}")' in text, command.script
+    options, run, _ = command.load()
+    assert dataclasses.is_dataclass(options) and callable(run)
+  entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+  assert entry == {name: f"albert_tf.commands.table:{name}" for name in table.COMMANDS}
+  assert "table.COMMANDS" in (ROOT / "demo.py").read_text(encoding="utf-8")
+  on_path = pathlib.Path(sys.executable).parent / "create_vocab"
+  done = subprocess.run([str(on_path), "--helpfull"], capture_output=True, text=True,
+                        timeout=300)    # (absl's --helpfull ends with status 1)
+  assert "--vocab_size" in done.stdout and "--model_prefix" in done.stdout, done.stderr[-2000:]
+
+
+def _rooms_imports():
+  """{room: the rooms it imports} of albert_tf's folders and modules (the compatibility
+  aliases and __init__.py aside), from the code."""
+  rooms = {}
+  for path in sorted(PACKAGE.iterdir()):
+    if path.name.startswith(("_", ".")) or path.name in ("packing.py", "preprocessing.py",
+                                                        "tokenization.py"):
+      continue
+    if path.is_dir() or path.suffix == ".py":
+      name = path.stem
+      files = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+      rooms[name] = {p.removesuffix(".py") for f in files for p in _imported_parts(f)} - {name}
+  return rooms
+
+
+def test_the_architecture_page_draws_the_real_import_graph():
+  """docs/architecture.md's drawing: one line a room, `floor N  room -> what it imports`;
+  the imports are the code's, and each room's floor is one above the highest it imports."""
+  text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+  drawn = {}
+  for floor, room, imports in re.findall(r"^floor +(\d+) +(\S+?)/? +->(.*)$", text, re.M):
+    drawn[room] = (int(floor), set(imports.split()))
+  rooms = _rooms_imports()
+  assert {room: imports for room, (_, imports) in drawn.items()} == rooms
+  for room, (floor, imports) in drawn.items():
+    assert floor == 1 + max((drawn[i][0] for i in imports), default=0), room
+
+
 def test_no_two_modules_import_each_other_directly_or_through_others():
   """No circle of imports between albert_tf's modules, lazy imports included: each module
   can be read (and imported) with only what it names below it."""
@@ -314,7 +365,7 @@ def test_helpfull_is_what_the_script_prints():
 def test_scripts_keep_the_original_flags_generated_from_one_dataclass(script, helpfull):
   """--helpfull lists every original flag; nothing besides `cli.define_flags` declares one."""
   source = (ROOT / script).read_text()
-  assert "DEFINE_" not in source and "cli.define_flags(" in source
+  assert "DEFINE_" not in source and "table.main(" in source
   listed = helpfull[script]
   missing = [f for f in ORIGINAL_FLAGS[script].split()
              if f"--{f}:" not in listed and f"--[no]{f}:" not in listed]
