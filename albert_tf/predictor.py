@@ -40,7 +40,7 @@ import tensorflow as tf
 from albert_tf import problems, runs
 from albert_tf.data import squad
 from albert_tf.data.race import qa_text, pack_choice
-from albert_tf.export.loading import export_record
+from albert_tf.export.loading import ServingRecord, export_record
 from albert_tf.files import atomic_open
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
@@ -117,8 +117,8 @@ class Predictor:
     if runs.Run.exists(path):
       return cls._of_run(runs.Run.read(path, flag, kinds=KINDS), settings, runtime,
                          dtype, quantization, load_model)
-    record = export_record(path)
-    kind = runs.kind_of_export(record) if tf.io.gfile.exists(
+    record = ServingRecord.of(export_record(path))
+    kind = runs.kind_of_export(record.kind) if tf.io.gfile.exists(
         os.path.join(path, "saved_model.pb")) else None
     if kind is not None and kind.name in ANSWERS:
       if runtime == AUTO:
@@ -276,7 +276,7 @@ class Answers:
     del run, model, tokenizer
     return None
 
-  def of_export(self, cls, path: str, record: dict, settings: Settings,
+  def of_export(self, cls, path: str, record: ServingRecord, settings: Settings,
                 load_model: bool) -> Predictor:
     raise ValueError(f"{path}: no serving export of this kind")
 
@@ -289,11 +289,11 @@ class Classifying(Answers):
   export's outputs."""
 
   def of_export(self, cls, path, record, settings, load_model):
-    if "problem_type" not in record:
+    if record.problem_type is None:
       raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
                        "does not say its labels; export it again (run_classifier.py "
                        "--export_dir), or give its run directory")
-    inputs = record["inputs"]
+    inputs = record.inputs
     loaded = _load_export(path) if load_model else None
     strings = None
     if loaded is not None:
@@ -301,8 +301,8 @@ class Classifying(Answers):
       strings = lambda texts: signature(**dict(zip(inputs, texts)))
     return cls("classification", ["text"] if len(inputs) == 1 else list(inputs),
                _export_tokenizer(path), runs.Settings(), settings, path, strings=strings,
-               problem=problems.Problem.of(record["problem_type"], record["labels"]),
-               seq_length=int(record.get("seq_length") or 512))
+               problem=problems.Problem.of(record.problem_type, record.labels),
+               seq_length=record.seq_length)
 
   def answer(self, p, rows, progress):
     threshold = p.settings.multi_label_threshold

@@ -222,10 +222,10 @@ KINDS = {
 ANSWERING = [name for name, kind in KINDS.items() if kind.fields != ()]
 
 
-def kind_of_export(record: Optional[dict]) -> Optional[Kind]:
-  """The kind of a serving export, from its record (albert_tf_export.json), or None."""
-  return next((k for k in KINDS.values() if k.export and (record or {}).get("kind") == k.export),
-              None)
+def kind_of_export(export_kind: Optional[str]) -> Optional[Kind]:
+  """The kind of a serving export, from the kind its record (albert_tf_export.json)
+  says, or None."""
+  return next((k for k in KINDS.values() if k.export and export_kind == k.export), None)
 
 
 def kind_of(task: str) -> Optional[Kind]:

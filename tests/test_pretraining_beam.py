@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import corpus
-from albert_tf.data import creation
+from albert_tf.commands import create_pretraining_data as creation
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus
 from albert_tf.text import tokenization

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.text import packing, tokenization
-from albert_tf.data import creation
+from albert_tf.commands import create_pretraining_data as creation
 from albert_tf.files import expand_files
 from albert_tf.data import pretraining as pd
 from albert_tf.data import sample_corpus

@@ -14,13 +14,13 @@ import pytest
 
 from albert_tf import progress as progress_lib
 from albert_tf.cli import describe_bounds
-from albert_tf.data.creation import CreationOptions
+from albert_tf.commands.create_pretraining_data import CreationOptions
 from albert_tf.commands.export_tf_hub import ExportOptions
 from albert_tf.tasks.classification import ClassifierOptions
 from albert_tf.tasks.multiple_choice import RaceOptions
 from albert_tf.tasks.pretraining import PretrainingOptions
 from albert_tf.tasks.question_answering import SquadOptions
-from albert_tf.text.vocab import VocabOptions
+from albert_tf.commands.create_vocab import VocabOptions
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OPTIONS = [ClassifierOptions, SquadOptions, RaceOptions, PretrainingOptions, CreationOptions,

@@ -38,8 +38,10 @@ class Command:
 
 
 COMMANDS: Dict[str, Command] = {
-    "create_vocab": Command("create_vocab.py", "albert_tf.text.vocab", "VocabOptions"),
-    "create_pretraining_data": Command("create_pretraining_data.py", "albert_tf.data.creation",
+    "create_vocab": Command("create_vocab.py", "albert_tf.commands.create_vocab",
+                            "VocabOptions"),
+    "create_pretraining_data": Command("create_pretraining_data.py",
+                                       "albert_tf.commands.create_pretraining_data",
                                        "CreationOptions", "create", "ORIGINAL_FLAGS"),
     "run_pretraining": Command("run_pretraining.py", "albert_tf.tasks.pretraining",
                                "PretrainingOptions", original="ORIGINAL_FLAGS"),

@@ -21,7 +21,7 @@ so memory is bounded by one chunk; every example gets a seeded 64-bit key that
 picks its shard and its place in it, one global shuffle of the corpus whose
 output is the same, byte for byte, for any number of workers and for the Beam
 pipeline (`albert_tf.data.beam_pipeline`). create_pretraining_data.py's flags and the
-choice between the two are `albert_tf.data.creation`'s.
+choice between the two are `albert_tf.commands.create_pretraining_data`'s.
 """
 
 import collections
