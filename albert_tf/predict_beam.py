@@ -22,7 +22,6 @@ FileSystems (gs://, s3://, hdfs://, local).
 import dataclasses
 import io
 import json
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
