@@ -125,6 +125,19 @@ class Problem:
   def _metrics(self, targets, logits, threshold) -> Dict[str, object]:
     raise NotImplementedError
 
+  def predictions(self, logits: np.ndarray) -> np.ndarray:
+    """What a metric compares with the targets, of logits [N, C]: label ids [N] (the chosen
+    labels [N, C] for multi-label), or scores [N]."""
+    raise NotImplementedError
+
+  def mean_loss(self, targets: np.ndarray, logits: np.ndarray) -> float:
+    """The loss of logits [N, C] against the targets, averaged (as `per_example_loss`)."""
+    raise NotImplementedError
+
+  def submission(self, logits: np.ndarray) -> str:
+    """One example's prediction as a GLUE submission file writes it, of logits [C]."""
+    raise NotImplementedError
+
   def baseline(self, train: np.ndarray, dev: np.ndarray,
                threshold: float = 0.5) -> Dict[str, float]:
     """Dev metrics of the simplest guess from the training targets."""
@@ -192,11 +205,20 @@ class SingleLabel(Problem):
   def metric_names(self):
     return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(self.labels) == 2 else [])
 
-  def _metrics(self, targets, logits, threshold):
+  def mean_loss(self, targets, logits):
     log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)    # [N, C]
+    return float(-np.mean(log_probs[np.arange(len(targets)), targets]))
+
+  def _metrics(self, targets, logits, threshold):
     result = metrics_lib.single_label_metrics(targets, logits.argmax(-1), len(self.labels))
-    result["loss"] = float(-np.mean(log_probs[np.arange(len(targets)), targets]))
+    result["loss"] = self.mean_loss(targets, logits)
     return result
+
+  def predictions(self, logits):
+    return logits.argmax(-1)
+
+  def submission(self, logits):
+    return self.labels[int(np.argmax(logits))]
 
   def baseline(self, train, dev, threshold=0.5):
     """The majority class of the training rows."""
@@ -259,10 +281,16 @@ class MultiLabel(Problem):
   def metric_names(self):
     return ["micro_f1", "macro_f1", "exact_match", "loss"]
 
+  def mean_loss(self, targets, logits):
+    return float(np.mean(np.logaddexp(0, logits) - targets * logits))         # BCE
+
   def _metrics(self, targets, logits, threshold):
     result = metrics_lib.multi_label_metrics(targets > 0.5, self.probabilities(logits) > threshold)
-    result["loss"] = float(np.mean(np.logaddexp(0, logits) - targets * logits))  # BCE
+    result["loss"] = self.mean_loss(targets, logits)
     return result
+
+  def predictions(self, logits):
+    return self.probabilities(logits) > 0.5
 
   def baseline(self, train, dev, threshold=0.5):
     """The labels more than half of the training rows have (else the most frequent)."""
@@ -337,11 +365,20 @@ class Regression(Problem):
   def metric_names(self):
     return ["pearson", "spearman", "mse"]
 
+  def mean_loss(self, targets, logits):
+    return float(np.mean((logits[:, 0] - targets) ** 2))
+
   def _metrics(self, targets, logits, threshold):
     scores = logits[:, 0]
     return dict(pearson=metrics_lib.pearson(scores, targets),
                 spearman=metrics_lib.spearman(scores, targets),
-                mse=float(np.mean((scores - targets) ** 2)))
+                mse=self.mean_loss(targets, logits))
+
+  def predictions(self, logits):
+    return logits[:, 0]
+
+  def submission(self, logits):
+    return f"{float(logits[0]):.3f}"
 
   def baseline(self, train, dev, threshold=0.5):
     """The training rows' mean score."""

@@ -15,8 +15,8 @@ from typing import Dict, List, Optional, Sequence
 from absl import logging
 import numpy as np
 
-from albert_tf.cli import TPU_FLAGS, option
 from albert_tf import problems
+from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_open, write_results
 from albert_tf.modeling.models import AlbertClassifier
@@ -156,14 +156,9 @@ class GlueRun(FinetuningTask):
     for split in self.task.dev_splits:
       logits = self.split_logits(model, split)
       labels = np.array([glue.label_id(self.task, e.label) for e in self.examples[split]])
-      if self.task.is_regression:
-        predictions = logits[:, 0]
-        loss = float(np.mean((predictions - labels) ** 2))
-      else:
-        predictions = logits.argmax(-1)
-        log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
-        loss = float(-np.mean(log_probs[np.arange(len(labels)), labels]))
-      values = metrics_lib.glue_metrics(self.task.metrics, labels, predictions, loss)
+      problem = problems.Problem.of_glue(self.task)
+      values = metrics_lib.glue_metrics(self.task.metrics, labels, problem.predictions(logits),
+                                        problem.mean_loss(labels, logits))
       prefix = "" if split == "dev" else split[len("dev_"):] + "_"
       result.update({prefix + k: v for k, v in values.items()})
     return result
@@ -213,12 +208,9 @@ class GlueRun(FinetuningTask):
       path = os.path.join(self.opts.output_dir, self.task.submission[split] + ".tsv")
       with atomic_open(path) as f:
         f.write("index\tprediction\n")
+        problem = problems.Problem.of_glue(self.task)
         for example, row in zip(examples, logits):
-          if self.task.is_regression:
-            prediction = f"{float(row[0]):.3f}"
-          else:
-            prediction = self.task.labels[int(row.argmax())]
-          f.write(f"{example.guid}\t{prediction}\n")
+          f.write(f"{example.guid}\t{problem.submission(row)}\n")
       written.append(path)
       print(f"Wrote {len(examples)} predictions to {path}")
     return written
