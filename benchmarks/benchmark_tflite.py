@@ -88,8 +88,8 @@ def _accuracy(path: str, saved_path: str, run, data_dir: str, limit: int) -> tup
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
   from albert_tf.export import tflite  # pylint: disable=g-import-not-at-top
   from albert_tf.commands.export_tflite import example_inputs  # pylint: disable=g-import-not-at-top
-  dev = glue.read_examples(data_dir, run.task, "dev")[:limit]
-  labels = np.array([glue.label_id(run.task, e.label) for e in dev])
+  dev = glue.read_examples(data_dir, run.glue_task, "dev")[:limit]
+  labels = np.array([run.problem.target(e.label, "") for e in dev])
   saved = tf.saved_model.load(saved_path).signatures["serving_default"]
   saved_names = ["sentence1", "sentence2"][:len(run.text_fields)]
   want = np.concatenate([saved(**{n: tf.constant([getattr(e, a) for e in dev[i:i + 32]])

@@ -63,7 +63,7 @@ def test_the_accumulated_gradient_is_the_large_batch_gradient(files, tmp_path, s
   steps = 16 if strategy == "one_device" else 8
   opts = options(files, tmp_path / "out", gradient_accumulation_steps=steps,
                  distribution_strategy=strategy)
-  task = classifier.GlueRun(opts)
+  task = classifier.ClassifierRun(opts)
   trainer = trainer_lib.Trainer(
       trainer_lib.TrainerOptions(output_dir=opts.output_dir, train_steps=3, learning_rate=1e-3,
                                  train_batch_size=16, gradient_accumulation_steps=steps),

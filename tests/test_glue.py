@@ -23,7 +23,7 @@ from albert_tf.problems import Problem
 from albert_tf.tasks import classification as classifier
 from albert_tf.training import metrics
 from albert_tf.training import trainer as training
-from albert_tf.data import glue, records
+from albert_tf.data import glue, own, records
 from albert_tf.files import WriteFailed
 from albert_tf.export import serving as export_module
 from albert_tf.commands.export_tf_hub import export_from_sources
@@ -201,7 +201,7 @@ def test_readers_on_the_real_formats(tmp_path, name):
   if not task.is_regression:
     for split in [s for s in task.splits if not s.startswith("test")]:
       for e in glue.read_examples(root, task, split):
-        assert glue.label_id(task, e.label) == task.labels.index(e.label)
+        assert Problem.of_glue(task).target(e.label, "") == task.labels.index(e.label)
 
 
 def test_task_table():
@@ -379,10 +379,11 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   served = serving.signatures["serving_default"](
       sentence1=tf.constant([e.text_a for e in examples]),
       sentence2=tf.constant([e.text_b for e in examples]))
-  run = classifier.GlueRun(options(model_files, out, do_train=False, do_eval=False, **extra))
+  run = classifier.ClassifierRun(options(model_files, out, do_train=False, do_eval=False, **extra))
   model = run.build_model()
   run.restore_for_inference(model)
-  features = list(glue.convert_examples(examples, run.task, run.source.tokenizer, SEQ))
+  features = [run.features(own.Row([e.text_a, e.text_b], None, i, e.guid, e.line), None)
+              for i, e in enumerate(examples)]
   logits = model({k: tf.constant([f[src] for f in features]) for k, src in (
       ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
       ("input_type_ids", "segment_ids"))}, training=False)
@@ -683,9 +684,9 @@ def test_mnli_writes_both_submissions_and_ax_is_predicted_with_its_model(model_f
     rows = list(csv.reader(f, delimiter="\t"))
   assert rows[1][1] in ("contradiction", "entailment", "neutral")
   # The AX model is the MNLI model, head included: the same logits on the same pair.
-  ax = classifier.GlueRun(options(model_files, tmp_path / "AX", task_name="AX",
+  ax = classifier.ClassifierRun(options(model_files, tmp_path / "AX", task_name="AX",
                                   init_checkpoint=best, do_train=False, do_eval=False, **common))
-  mnli = classifier.GlueRun(options(model_files, tmp_path / "MNLI", task_name="mnli",
+  mnli = classifier.ClassifierRun(options(model_files, tmp_path / "MNLI", task_name="mnli",
                                     do_train=False, do_eval=False, **common))
   models = []
   for run in (ax, mnli):
@@ -704,10 +705,39 @@ def _losses(output_dir):
     return [float(r["loss"]) for r in csv.DictReader(f)]
 
 
+def test_a_glue_task_is_a_preset_of_the_one_classification_path(model_files, tmp_path):
+  """MRPC through --task_name and the same rows as your own JSONL files go through one run
+  class: the same features, losses, dev logits and metrics (GLUE's are a preset's)."""
+  import json  # pylint: disable=import-outside-toplevel
+  task = glue.get_task("MRPC")
+  files = {}
+  for split in ("train", "dev"):
+    files[split] = tmp_path / f"{split}.jsonl"
+    with open(files[split], "w", encoding="utf-8") as f:
+      for e in glue.read_examples(model_files["data"], task, split):
+        f.write(json.dumps(dict(a=e.text_a, b=e.text_b, label=e.label)) + "\n")
+  common = dict(train_step=6, save_checkpoints_steps=6, do_eval=True, do_predict=False,
+                dropout_prob=0.0, log_steps=1)
+  preset = classifier.ClassifierRun(options(model_files, tmp_path / "glue", **common))
+  own_files = classifier.ClassifierRun(options(
+      model_files, tmp_path / "own", data_dir=None, task_name=None, train_file=str(files["train"]),
+      dev_file=str(files["dev"]), text_columns="a,b", **common))
+  assert type(preset.examples).__name__ == "GlueFiles"
+  assert type(own_files.examples).__name__ == "OwnFiles"
+  assert preset.problem == own_files.problem   # single-label, labels "0", "1"
+  results = [run.run() for run in (preset, own_files)]
+  assert_close(_losses(tmp_path / "glue"), _losses(tmp_path / "own"), 1e-6)
+  for name in ("accuracy", "f1", "loss"):
+    assert_close(results[0]["eval"][name], results[1]["eval"][name], 1e-6)
+  assert "majority_baseline_accuracy" in results[0]["eval"]     # GLUE's names
+  assert "baseline_accuracy" in results[1]["eval"]              # your files' names
+  assert (tmp_path / "own" / "best_checkpoint.png").exists()
+
+
 def test_prediction_and_serving_trace_the_model_once(model_files, tmp_path):
   """The dropout layers' generators are made before the first trace: one made inside it
   makes tf.function trace a second time (each trace of a model is most of a short run)."""
-  run = classifier.GlueRun(options(model_files, tmp_path / "out", do_train=False, do_eval=True,
+  run = classifier.ClassifierRun(options(model_files, tmp_path / "out", do_train=False, do_eval=True,
                                    bucket_by_length=False, eval_batch_size=40))   # 5 x 40
   model = run.build_model()
   run.restore_for_inference(model)
@@ -743,14 +773,16 @@ def test_bucketing_by_length_changes_no_loss_and_no_prediction(model_files, tmp_
                            **common))
   assert_close(_losses(tmp_path / "True"), _losses(tmp_path / "False"), 1e-5)
   record = [n for n in os.listdir(tmp_path / "True") if n.startswith("mrpc_train_")][0]
-  widths = {int(b["input_word_ids"].shape[1]) for b in glue.dataset(
-      str(tmp_path / "True" / record), glue.get_task("MRPC"), SEQ, 2, is_training=True,
-      bucket_by_length=True).take(12)}
+  seq = tf.io.FixedLenFeature([SEQ], tf.int64)
+  widths = {int(b["input_word_ids"].shape[1]) for b in records.read_dataset(
+      str(tmp_path / "True" / record), dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                                            label_ids=tf.io.FixedLenFeature([], tf.int64)),
+      2, is_training=True, bucket_by_length=True).take(12)}
   assert widths == {32, SEQ}, widths  # both lengths occur: the test cuts something
   # One more trace per further length (the first call traces twice, to create variables).
   assert traced[0] - traced[1] <= len(records.bucket_lengths(SEQ)) - 1, traced
 
-  run = classifier.GlueRun(options(model_files, tmp_path / "True", **dict(
+  run = classifier.ClassifierRun(options(model_files, tmp_path / "True", **dict(
       common, do_train=False, do_eval=True, do_predict=True)))
   logits = split_logits_by_bucketing(run)
   for split in ("dev", "test"):

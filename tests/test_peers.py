@@ -149,7 +149,7 @@ def test_a_classifier_run_converted_by_the_script_reads_in_transformers(tmp_path
   AlbertForSequenceClassification with its AlbertTokenizer: the class probabilities of the
   same ids, and how often transformers' own tokenizer gives albert_tf's ids."""
   from albert_tf import sources  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.packing import pack_inputs  # pylint: disable=g-import-not-at-top
   from common import CORPUS  # pylint: disable=g-import-not-at-top
   cfg = dict(NER_CFG)
   keras.utils.set_random_seed(2)
@@ -161,12 +161,11 @@ def test_a_classifier_run_converted_by_the_script_reads_in_transformers(tmp_path
                     "--output_format=hf", f"--output_dir={tmp_path / 'hf'}")
   assert done.returncode == 0, done.stderr[-3000:]
   source = sources.read(str(tmp_path / "run"))
-  examples = [glue.InputExample(f"dev-{i}", a, b, "0")
-              for i, (a, b) in enumerate(zip(CORPUS, CORPUS[1:] + CORPUS[:1]))]
-  features = list(glue.convert_examples(examples, source.task, source.tokenizer, seq))
-  x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
-      ("input_word_ids", "input_ids"), ("input_mask", "input_mask"),
-      ("input_type_ids", "segment_ids"))}
+  tok = source.tokenizer
+  packed = [pack_inputs(tok.encode(a), tok.encode(b), seq, tok.cls_id, tok.sep_id, tok.pad_id)
+            for a, b in zip(CORPUS, CORPUS[1:] + CORPUS[:1])]
+  x = {name: np.array([p[name] for p in packed], np.int32)
+       for name in ("input_word_ids", "input_mask", "input_type_ids")}
   hf_model = transformers.AlbertForSequenceClassification.from_pretrained(
       str(tmp_path / "hf")).eval()
   want = torch.softmax(torch.tensor(_hf_outputs(hf_model, x)["logits"]), -1).numpy()

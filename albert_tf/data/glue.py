@@ -1,4 +1,7 @@
-"""GLUE: the task files as the GLUE download lays them out -> examples -> features -> tf.data.
+"""GLUE: the task files as the GLUE download lays them out -> examples.
+
+(The features and the training data are those of every classification run:
+`albert_tf.tasks.classification`.)
 
 Each task is a table of where its columns are (the positions the original
 processors read) rather than a class per task. `--data_dir` may be a task's
@@ -15,16 +18,11 @@ import dataclasses
 import os
 import re
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from absl import logging
-import tensorflow as tf
 
-from albert_tf.data.records import read_dataset, write_records
-from albert_tf.files import fingerprint, read_text
-from albert_tf.text.packing import pack_inputs
-from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.progress import progress_bar
+from albert_tf.files import read_text
 
 csv.field_size_limit(sys.maxsize)
 
@@ -214,53 +212,3 @@ def _check_label(task: GlueTask, label: str, path: str, line: int) -> None:
   elif label not in task.labels:
     raise ValueError(f"{path}:{line}: {task.name} label {label!r} is not one of "
                      f"{', '.join(task.labels)}")
-
-
-def label_id(task: GlueTask, label: Optional[str]):
-  """Class index (int) or regression target (float); 0 for unlabelled test examples."""
-  if label is None:
-    return 0.0 if task.is_regression else 0
-  return float(label) if task.is_regression else task.labels.index(label)
-
-
-# ----------------------------------------------------------------------------- features
-
-def convert_examples(examples: Sequence[InputExample], task: GlueTask, tokenizer: FullTokenizer,
-                     max_seq_length: int, progress: bool = False) -> Iterator[Dict[str, list]]:
-  """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, pairs truncated by
-  `_truncate_seq_pair`. Yields dicts of input_ids, input_mask, segment_ids, label_ids."""
-  for example in progress_bar(examples, desc="features", unit="ex", disable=not progress,
-                              leave=False):
-    ids_a = tokenizer.encode(example.text_a)
-    ids_b = tokenizer.encode(example.text_b) if example.text_b is not None else None
-    packed = pack_inputs(ids_a, ids_b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id,
-                         tokenizer.pad_id)
-    yield dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
-               segment_ids=packed["input_type_ids"], label_ids=label_id(task, example.label))
-
-
-def cached_features(data_dir: str, task: GlueTask, split: str, tokenizer: FullTokenizer,
-                    max_seq_length: int, cached_dir: str, examples: List[InputExample],
-                    skip_malformed_rows: bool = False, progress: bool = True) -> str:
-  """The TFRecord of a split's features in `cached_dir`, built once per (file contents,
-  vocabulary, settings): its name carries their fingerprint."""
-  key = fingerprint(tokenizer.do_lower_case, max_seq_length, task.name, skip_malformed_rows,
-                    files=[split_path(data_dir, task, split), tokenizer.vocabulary_file])
-  os.makedirs(cached_dir, exist_ok=True)
-  record = os.path.join(cached_dir, f"{task.name.lower()}_{split}_{key}.tf_record")
-  if not os.path.exists(record):
-    n = write_records(convert_examples(examples, task, tokenizer, max_seq_length, progress),
-                      record)
-    logging.info("Wrote %d %s %s features to %s", n, task.name, split, record)
-  return record
-
-
-def dataset(record: str, task: GlueTask, max_seq_length: int, batch_size: int,
-            is_training: bool, seed: int = 0, bucket_by_length: bool = False) -> tf.data.Dataset:
-  """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and `label_ids`
-  (float for regression); see `records.read_dataset`."""
-  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-  label = tf.io.FixedLenFeature([], tf.float32 if task.is_regression else tf.int64)
-  schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq, label_ids=label)
-  return read_dataset(record, schema, batch_size, is_training, seed,
-                      bucket_by_length=bucket_by_length)

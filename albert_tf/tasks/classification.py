@@ -1,28 +1,34 @@
-"""GLUE fine-tuning, evaluation, prediction and serving export: what run_classifier.py does.
+"""Fine-tuning a classifier, evaluating, predicting and exporting it: what run_classifier.py does.
 
-Training evaluates every saved checkpoint on dev and keeps the best as
-`model.ckpt-best` (with `best_trial.txt`); `--do_eval` then reports the best
-checkpoint's dev metrics in `eval_results.txt`, `--do_predict` writes the GLUE
-submission files (`<TASK>.tsv`: index, prediction) from it, and `--export_dir`
-saves it as a SavedModel that takes raw sentences.
+One path for a GLUE task and for your own files: what differs (columns, problem, metrics,
+where predictions go) is `albert_tf.tasks.classifier_data`'s. Training evaluates every saved
+checkpoint on dev and keeps the best as `model.ckpt-best` (with `best_trial.txt`);
+`--do_eval` then reports the best checkpoint's dev metrics in `eval_results.txt`,
+`--do_predict` writes the test predictions from it (GLUE submission files `<TASK>.tsv`, or
+`test_predictions.jsonl`), and `--export_dir` saves it as a SavedModel that takes raw text.
+The losses are those transformers computes for each problem: softmax cross-entropy, sigmoid
+cross-entropy averaged over examples x labels, squared error.
 """
 
 import dataclasses
 import math
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional
 
 from absl import logging
 import numpy as np
 
+import tensorflow as tf
+
 from albert_tf import problems
 from albert_tf.cli import TPU_FLAGS, option
-from albert_tf.data import glue
-from albert_tf.files import atomic_open, write_results
+from albert_tf.data import own
+from albert_tf.data.records import read_dataset, write_records
+from albert_tf.files import write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
-from albert_tf.tasks.own_data import OwnDataRun, per_example_loss as own_data_loss
-from albert_tf.training import metrics as metrics_lib
+from albert_tf.tasks.classifier_data import PICTURE, Examples, examples_of
+from albert_tf.text.packing import pack_inputs
 
 
 # Flags of the original run_classifier.py that are not options here.
@@ -67,98 +73,106 @@ class ClassifierOptions(StepOptions):
                                      "warning (the original did so for QQP), instead of failing.")
 
 
-def per_example_loss(task: glue.GlueTask):
-  """The original losses: softmax cross-entropy, or squared error for regression (those of
-  your own files' single-label and regression problems)."""
-  return own_data_loss(problems.Problem.of_glue(task))
-
-
-def majority_baseline(train: Sequence[glue.InputExample], dev: Sequence[glue.InputExample],
-                      task: glue.GlueTask) -> Dict[str, float]:
-  """Dev metrics of always predicting the training set's most common label."""
-  labels = [glue.label_id(task, e.label) for e in dev]
-  if task.is_regression:
-    mean = float(np.mean([glue.label_id(task, e.label) for e in train]))
-    return {"mse": float(np.mean((np.asarray(labels) - mean) ** 2))}
-  counts = np.bincount([glue.label_id(task, e.label) for e in train], minlength=task.num_labels)
-  majority = int(np.argmax(counts))
-  return metrics_lib.glue_metrics(task.metrics, labels, [majority] * len(labels))
-
-
-class GlueRun(FinetuningTask):
-  """One run_classifier.py invocation."""
+class ClassifierRun(FinetuningTask):
+  """One run_classifier.py invocation: a GLUE task or your own files (`examples`)."""
 
   def check_options(self):
     opts = self.opts
-    if not (opts.task_name and opts.data_dir):
-      raise ValueError("pass --task_name and --data_dir (a GLUE task), or your own files: "
-                       "--train_file, --dev_file, --test_file")
-    self.task = glue.get_task(opts.task_name)
-    self.name, self.best_metric = self.task.name, self.task.best_metric
+    self.examples: Examples = examples_of(opts)
+    self.name = self.examples.name
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
       raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
-    if opts.do_train and "train" not in self.task.splits:
-      raise ValueError(f"{self.task.name} has no training data; predict it with the model of "
-                       "another task (AX: an MNLI model via --init_checkpoint)")
-    if opts.do_eval and not self.task.dev_splits:
-      raise ValueError(f"{self.task.name} has no dev split to evaluate")
 
   def read_inputs(self):
-    opts = self.opts
+    opts, data = self.opts, self.examples
     self.splits = (["train"] if opts.do_train else []) \
-        + (self.task.dev_splits if (opts.do_train or opts.do_eval) else []) \
-        + (self.task.test_splits if opts.do_predict else [])
-    self.examples = {split: glue.read_examples(opts.data_dir, self.task, split,
-                                               opts.skip_malformed_rows)
-                     for split in self.splits}
+        + (data.dev_splits if (opts.do_train or opts.do_eval) else []) \
+        + (data.test_splits if opts.do_predict else [])
+    self.rows = data.read(opts, self.splits)
+    self.problem, self.best_metric = data.problem, data.best_metric
+    self.targets = {split: problems.targets(rows, self.problem, data.path(opts, split))
+                    for split, rows in self.rows.items() if rows[0].label is not None}
 
   def check_outputs(self):
     self.check_export_dir()
 
-  def build_features(self):
-    opts = self.opts
-    self.records = {split: glue.cached_features(
-        opts.data_dir, self.task, split, self.source.tokenizer, opts.max_seq_length,
-        opts.cached_dir or opts.output_dir, self.examples[split], opts.skip_malformed_rows,
-        opts.progress) for split in self.splits}
+  def run_record(self):
+    return self.examples.record()
+
+  def can_evaluate(self):
+    return any(split in self.targets for split in self.examples.dev_splits)
 
   def needs_inference(self):
     return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
 
+  # -- features
+
+  def build_features(self):
+    """Each split's features, cached in --cached_dir (default --output_dir) under a name
+    that fingerprints the file, the vocabulary and the settings."""
+    opts = self.opts
+    self.examples.write_labels(opts.output_dir)
+    cache = opts.cached_dir or opts.output_dir
+    os.makedirs(cache, exist_ok=True)
+    self.records = {}
+    for split, rows in self.rows.items():
+      path = os.path.join(cache, self.examples.features_key(opts, self.source.tokenizer, split)
+                          + ".tf_record")
+      if not os.path.exists(path):
+        targets = self.targets.get(split)
+        write_records((self.features(row, targets[i] if targets else None)
+                       for i, row in enumerate(rows)), path)
+        logging.info("Wrote %d %s features to %s", len(rows), split, path)
+      self.records[split] = path
+
+  def features(self, row: own.Row, target) -> Dict[str, object]:
+    """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, a pair truncated
+    longest first."""
+    tokenizer = self.source.tokenizer
+    ids = [tokenizer.encode(t) for t in row.texts]
+    packed = pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.opts.max_seq_length,
+                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    if target is None:   # unlabelled test rows
+      target = self.problem.empty_target()
+    return dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
+                segment_ids=packed["input_type_ids"], label_ids=target)
+
+  def dataset(self, split: str, batch_size: int, is_training: bool) -> tf.data.Dataset:
+    """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and
+    `label_ids`; see `records.read_dataset`."""
+    seq = tf.io.FixedLenFeature([self.opts.max_seq_length], tf.int64)
+    schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                  label_ids=self.problem.target_feature())
+    return read_dataset(self.records[split], schema, batch_size, is_training, self.opts.seed,
+                        bucket_by_length=self.opts.bucket_by_length)
+
   # -- model
 
   def build_model(self) -> AlbertClassifier:
-    return AlbertClassifier(self.source.build_encoder(), self.task.num_labels,
+    return AlbertClassifier(self.source.build_encoder(), self.problem.num_outputs,
                             dropout_rate=self.opts.dropout_prob,
                             initializer_range=self.source.config.initializer_range,
                             seed=self.opts.seed)
 
   def per_example_loss(self, model, batch, training):
-    return per_example_loss(self.task)(model, batch, training)
+    return self.problem.per_example_loss(model(batch, training=training), batch["label_ids"])
 
   def train_dataset(self):
-    opts = self.opts
-    return glue.dataset(self.records["train"], self.task, opts.max_seq_length,
-                        self.micro_batch_size, is_training=True, seed=opts.seed,
-                        bucket_by_length=opts.bucket_by_length)
+    return self.dataset("train", self.micro_batch_size, is_training=True)
 
   def split_logits(self, model, split: str) -> np.ndarray:
-    """Logits [N, C] for every example of a split, in file order."""
+    """Logits [N, C] for every row of a split, in file order."""
     batch_size = self.opts.eval_batch_size if split.startswith("dev") \
         else self.opts.predict_batch_size
-    return self.predict_logits(model, glue.dataset(
-        self.records[split], self.task, self.opts.max_seq_length, batch_size, is_training=False,
-        bucket_by_length=self.opts.bucket_by_length))
+    return self.predict_logits(model, self.dataset(split, batch_size, is_training=False))
 
   def evaluate(self, model) -> Dict[str, float]:
-    """Dev metrics; MNLI's mismatched dev set is reported with a `mismatched_` prefix."""
+    """Dev metrics; a second dev split (MNLI's mismatched) is reported with its prefix."""
     result = {}
-    for split in self.task.dev_splits:
-      logits = self.split_logits(model, split)
-      labels = np.array([glue.label_id(self.task, e.label) for e in self.examples[split]])
-      problem = problems.Problem.of_glue(self.task)
-      values = metrics_lib.glue_metrics(self.task.metrics, labels, problem.predictions(logits),
-                                        problem.mean_loss(labels, logits))
+    for split in self.examples.dev_splits:
+      values = self.examples.metrics(np.asarray(self.targets[split]),
+                                     self.split_logits(model, split),
+                                     self.opts.multi_label_threshold)
       prefix = "" if split == "dev" else split[len("dev_"):] + "_"
       result.update({prefix + k: v for k, v in values.items()})
     return result
@@ -170,55 +184,55 @@ class GlueRun(FinetuningTask):
     if opts.do_eval:
       results["eval"] = self.write_eval_results(model)
     if opts.do_predict:
-      results["predict"] = {"files": len(self.write_predictions(model))}
+      results["predict"] = {"rows": self.write_predictions(model)}
     if opts.export_dir:
       self.export(model, weights)
     return results
 
-  def export(self, model, weights: str) -> None:
-    """The end-to-end SavedModel (raw sentences in, probabilities out) of `weights` in
-    --export_dir."""
-    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
-    opts = self.opts
-    threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
-    pairs = any(s.text_b is not None for s in self.task.splits.values())
-    self.export_once(weights, "classifier", (threshold, opts.max_seq_length), lambda **kw:
-                     export_classifier(model, opts.export_dir, self.source.tokenizer,
-                                       opts.max_seq_length, self.task.labels, pairs=pairs,
-                                       threshold=threshold, **kw))
-
   def write_eval_results(self, model) -> Dict[str, float]:
+    opts = self.opts
     result = self.evaluate(model)
     step = self.best_step()
     result = dict(global_step=step if step is not None else -1, **result)
-    if "train" in self.examples:
-      baseline = majority_baseline(self.examples["train"], self.examples["dev"], self.task)
-      result.update({f"majority_baseline_{k}": v for k, v in baseline.items()})
-    write_results(os.path.join(self.opts.output_dir, "eval_results.txt"), result)
+    if self.examples.picture:
+      self.problem.picture(np.asarray(self.targets["dev"]), self.split_logits(model, "dev"),
+                           opts.multi_label_threshold, os.path.join(opts.output_dir, PICTURE),
+                           f"dev, step {result['global_step']}")
+    if "train" in self.targets:
+      result.update(self.examples.baseline(np.asarray(self.targets["train"]),
+                                           np.asarray(self.targets["dev"]),
+                                           opts.multi_label_threshold))
+    write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
     for k, v in result.items():
       logging.info("eval %s = %s", k, v)
     return result
 
-  def write_predictions(self, model) -> List[str]:
-    """GLUE submission files: `<TASK>.tsv` with `index` and `prediction` (label strings)."""
-    written = []
-    for split in self.task.test_splits:
-      examples = self.examples[split]
-      logits = self.split_logits(model, split)
-      path = os.path.join(self.opts.output_dir, self.task.submission[split] + ".tsv")
-      with atomic_open(path) as f:
-        f.write("index\tprediction\n")
-        problem = problems.Problem.of_glue(self.task)
-        for example, row in zip(examples, logits):
-          f.write(f"{example.guid}\t{problem.submission(row)}\n")
-      written.append(path)
-      print(f"Wrote {len(examples)} predictions to {path}")
-    return written
+  def write_predictions(self, model) -> int:
+    """Every test split's predictions; returns how many rows were predicted."""
+    count = 0
+    for split in self.examples.test_splits:
+      rows = self.rows[split]
+      path = self.examples.write_predictions(self.opts.output_dir, split, rows,
+                                             self.split_logits(model, split),
+                                             self.opts.multi_label_threshold)
+      print(f"Wrote {len(rows)} predictions to {path}")
+      count += len(rows)
+    return count
+
+  def export(self, model, weights: str) -> None:
+    """The end-to-end SavedModel of `weights` (raw text in) in --export_dir."""
+    from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
+    opts, problem = self.opts, self.problem
+    threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
+    multi = problem.serving_threshold(opts.multi_label_threshold)
+    self.export_once(weights, "classifier", (problem.type, opts.max_seq_length, threshold, multi),
+                     lambda **kw: export_classifier(
+                         model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
+                         problem.export_labels, pairs=self.examples.pairs, threshold=threshold,
+                         multi_label_threshold=multi, **kw))
 
 
 def run(opts: ClassifierOptions) -> Dict[str, Dict[str, float]]:
   """Checks the flags and inputs, then trains / evaluates / predicts / exports: a GLUE task,
-  or your own files (`albert_tf.tasks.own_data`)."""
-  if opts.train_file or opts.dev_file or opts.test_file:
-    return OwnDataRun(opts).run()
-  return GlueRun(opts).run()
+  or your own files (`albert_tf.tasks.classifier_data`)."""
+  return ClassifierRun(opts).run()
