@@ -38,11 +38,9 @@ ALLOWED = {
     # A run's answers for new text: through the run's owner, never a reader of its own.
     "predictor.py": {"runs", "problems", "export", "modeling", "text", "data", "files",
                      "progress"},
-    # The same answers for a corpus, on Apache Beam: the predictor's, through RunInference.
-    "predict_beam.py": {"predictor", "runs", "data", "files"},
     # The commands that are not training tasks read runs and models and write exports; no
     # training task is theirs to import, nor they a task's.
-    "commands": {"sources", "runs", "problems", "predictor", "predict_beam", "export", "formats", "modeling", "text", "data", "training", "files",
+    "commands": {"sources", "runs", "problems", "predictor", "export", "formats", "modeling", "text", "data", "training", "files",
                  "cli", "progress"},
     "files.py": set(),
     "cli.py": set(),

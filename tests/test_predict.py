@@ -241,19 +241,19 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
 
 
 def test_chunks_hold_every_line_once_and_count_the_rows_before_them(tmp_path):
-  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.data import pipeline  # pylint: disable=import-outside-toplevel
   lines = ["", "short", "a longer line of text", "", "x" * 30, "é and ü", "last"]
   path = tmp_path / "lines.txt"
   path.write_bytes(("\n".join(lines) + "\n").encode())
   for size in (1, 3, 7, 16, 1000):
-    chunks = predict_beam.plan_chunks(str(path), "txt", size)
-    got = [raw.decode().rstrip("\n") for c in chunks for _, raw in predict_beam.chunk_lines(c)]
+    chunks = pipeline.line_chunks(str(path), "txt", size)
+    got = [raw.decode().rstrip("\n") for c in chunks for _, raw in pipeline.chunk_lines(c)]
     assert got == lines, size
-    counts = dict(predict_beam.count_chunk(c) for c in chunks)
+    counts = dict(pipeline.count_chunk(c) for c in chunks)
     assert sum(rows for rows, _ in counts.values()) == len(lines)
   jsonl = tmp_path / "rows.jsonl"
   jsonl.write_text('{"text": "a"}\n\n{"text": "b"}\n')
-  counts = [predict_beam.count_chunk(c)[1] for c in predict_beam.plan_chunks(str(jsonl), "jsonl", 4)]
+  counts = [pipeline.count_chunk(c)[1] for c in pipeline.line_chunks(str(jsonl), "jsonl", 4)]
   assert (sum(r for r, _ in counts), sum(n for _, n in counts)) == (2, 3)  # blank: no row
 
 
@@ -266,9 +266,10 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   it, as the local path does, without --text_columns. More failed rows than
   --max_error_rate exit non-zero with the first reason, the outputs staying."""
   import shutil  # pylint: disable=import-outside-toplevel
-  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.data import pipeline  # pylint: disable=import-outside-toplevel
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
-  monkeypatch.setattr(predict_beam, "CHUNK_BYTES", 1000)    # (the launcher plans the chunks)
+  monkeypatch.setattr(pipeline, "CHUNK_BYTES", 1000)    # (the launcher plans the chunks)
   run = tmp_path / "topics"
   shutil.copytree(topics_run, run)
   record = json.loads((run / runs.RECORD).read_text())
@@ -320,7 +321,7 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
 
 
 def test_a_row_whose_answer_fails_is_answered_with_its_error_and_its_batch_completes():
-  from albert_tf import predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
 
   class Model:   # answers the length of a text, and fails on "boom"
     def predict(self, examples):

@@ -22,7 +22,7 @@ import original_pretraining_data as original
 from common import run_script
 
 pytest.importorskip("apache_beam")
-from albert_tf.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+from albert_tf.data import pipeline, pretraining_beam  # pylint: disable=g-import-not-at-top
 
 OPTS = pd.DataOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2,
                       random_seed=5)
@@ -58,7 +58,7 @@ def runs(inputs, spm_model, tmp_path_factory):
                               ("beam-1-again", True, 1)):
     shards = [str(root / name / f"train-{k}.tfrecord") for k in range(3)]
     if beam:
-      report = beam_pipeline.run(inputs, shards, spm_model, OPTS, chunk_mb=CHUNK_MB,
+      report = pretraining_beam.run(inputs, shards, spm_model, OPTS, chunk_mb=CHUNK_MB,
                                  direct_num_workers=workers)
     else:
       report = pd.write_pretraining_data(inputs, shards, spm_model, OPTS, num_workers=workers,
@@ -69,7 +69,7 @@ def runs(inputs, spm_model, tmp_path_factory):
 
 def test_chunks_are_whole_documents_and_cover_each_file(inputs):
   for k, path in enumerate(inputs):
-    chunks = list(corpus.plan_chunks(k, path, int(CHUNK_MB * 2**20)))
+    chunks = list(pipeline.document_chunks(k, path, int(CHUNK_MB * 2**20)))
     assert len(chunks) >= 3
     data = open(path, "rb").read()
     assert chunks[0].start == 0 and chunks[-1].end == len(data)
@@ -78,7 +78,7 @@ def test_chunks_are_whole_documents_and_cover_each_file(inputs):
       assert before.end == after.start
       assert data[before.start:before.end].endswith(b"\n\n")   # cut at a blank line
       assert after.first_line == data[:after.start].count(b"\n") + 1
-      first = [raw for _, raw in corpus.chunk_lines(after)][0]
+      first = [raw for _, raw in pipeline.chunk_lines(after)][0]
       assert first.rstrip(b"\n") == lines[after.first_line - 1]
 
 
@@ -160,7 +160,7 @@ def test_beam_output_is_the_originals_instances(inputs, spm_model, tmp_path):
   same multiset; the order is the keys'), so the original's instance statistics (count,
   mean length, share under half of max_seq_length, masked tokens per token) are equal."""
   shards = [str(tmp_path / f"train-{k}") for k in range(2)]
-  beam_pipeline.run(inputs[:1], shards, spm_model, OPTS)
+  pretraining_beam.run(inputs[:1], shards, spm_model, OPTS)
   ours = _instances_of_records(shards)
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
   documents = pd.read_documents(inputs[0], tokenizer)
@@ -216,7 +216,7 @@ def test_bad_lines_are_counted_and_named_and_an_empty_corpus_is_an_error(tmp_pat
   assert f"1 lines that tokenize to nothing (skipped): {path}:{empty_line}" in printed
   assert "under half of max_seq_length=32" in printed and "per token" in printed
   # The Beam pipeline reports the same lines.
-  report = beam_pipeline.run([str(path)], [str(tmp_path / "beam.tfrecord")], spm_model,
+  report = pretraining_beam.run([str(path)], [str(tmp_path / "beam.tfrecord")], spm_model,
                              pd.DataOptions(max_seq_length=32, max_predictions_per_seq=5,
                                             dupe_factor=1))
   assert report.problems["invalid_utf8"] == [(0, bad_line, f"{path}:{bad_line}")]

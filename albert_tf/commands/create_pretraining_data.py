@@ -1,6 +1,6 @@
 """create_pretraining_data.py: its flags, and the choice between the two paths that write
 the same bytes, the local one (`pretraining.write_pretraining_data`, processes on this
-machine) and the Apache Beam pipeline (`beam_pipeline.run`). It sits above both, so
+machine) and the Apache Beam pipeline (`pretraining_beam.run`). It sits above both, so
 neither imports the other's caller (the pipeline uses the local path's pieces).
 """
 
@@ -11,7 +11,8 @@ from typing import Optional
 import tensorflow as tf
 
 from albert_tf.cli import Original, option
-from albert_tf.data import beam_pipeline, corpus
+from albert_tf.data import corpus, pretraining_beam
+from albert_tf.data.pipeline import DEFAULT_CHUNK_MB, BeamFlags
 from albert_tf.data.pretraining import (DataOptions, no_examples_error,
                                         write_pretraining_data)
 from albert_tf.files import expand_files
@@ -23,7 +24,7 @@ ORIGINAL_FLAGS = {
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CreationOptions(DataOptions, beam_pipeline.BeamFlags):
+class CreationOptions(DataOptions, BeamFlags):
   """create_pretraining_data.py's flags: the files, and the knobs of DataOptions."""
   input_file: str = option(help="Input text files: comma-separated paths or globs.")
   output_file: str = option(help="Output TFRecord files, comma-separated (shards), or one "
@@ -36,7 +37,7 @@ class CreationOptions(DataOptions, beam_pipeline.BeamFlags):
   do_lower_case: bool = option(True, "Lower-case the input text.")
   num_workers: int = option(1, "Local path: processes working on chunks in parallel.",
                             at_least=1)
-  chunk_mb: float = option(corpus.DEFAULT_CHUNK_MB, "Input files are processed in chunks of "
+  chunk_mb: float = option(DEFAULT_CHUNK_MB, "Input files are processed in chunks of "
                            "whole documents of about this many MB (the output depends on it).",
                            above=0)
   overwrite: bool = option(False, "Replace existing output files.")
@@ -64,12 +65,12 @@ def create(opts: CreationOptions) -> dict:
                      "vocab_chinese.txt)")
   inputs = expand_files(opts.input_file)
   if opts.runner:
-    report = beam_pipeline.run(inputs, outputs, opts.spm_model_file, knobs,
-                               do_lower_case=opts.do_lower_case, vocab_file=opts.vocab_file,
-                               chunk_mb=opts.chunk_mb, runner=opts.runner,
-                               direct_num_workers=opts.direct_num_workers,
-                               beam_pipeline_options=opts.beam_pipeline_options,
-                               overwrite=opts.overwrite)
+    report = pretraining_beam.run(inputs, outputs, opts.spm_model_file, knobs,
+                                  do_lower_case=opts.do_lower_case, vocab_file=opts.vocab_file,
+                                  chunk_mb=opts.chunk_mb, runner=opts.runner,
+                                  direct_num_workers=opts.direct_num_workers,
+                                  beam_pipeline_options=opts.beam_pipeline_options,
+                                  overwrite=opts.overwrite)
     if not report["instances"]:
       for f in outputs:   # the pipeline wrote empty shards
         tf.io.gfile.remove(f)

@@ -4,7 +4,7 @@ The input is `.txt` (one text per line; an empty line is an empty text), or `.cs
 `.jsonl` (columns named by `--text_columns`, default the run's own). Locally the output, a
 `.jsonl` file, appears whole or not at all, and an existing one is never overwritten; a
 bad row stops the run with its `file:line`, before anything is written. With `--runner` it
-runs on Apache Beam (`albert_tf.predict_beam`): sharded output, bad rows in an errors file.
+runs on Apache Beam (`albert_tf.commands.predict_beam`): sharded output, bad rows in an errors file.
 """
 
 import dataclasses
@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 from albert_tf.cli import Checked, option
 from albert_tf.data import own
-from albert_tf.data.beam_pipeline import BeamFlags
+from albert_tf.data.pipeline import BeamFlags
 from albert_tf.files import atomic_open
 from albert_tf.predictor import (AUTO, DTYPES, QUANTIZATIONS, RUNTIMES, Predictor, Settings,
                                  answer_line)
@@ -91,7 +91,7 @@ def read_examples(path: str, predictor: Predictor, columns: List[str],
 def run(opts: PredictOptions) -> Dict[str, object]:
   """What predict.py does: reads the run and the input, answers, writes; returns counts."""
   if opts.runner:
-    from albert_tf import predict_beam  # pylint: disable=g-import-not-at-top
+    from albert_tf.commands import predict_beam  # pylint: disable=g-import-not-at-top
     return predict_beam.run(opts)
   if os.path.exists(opts.output_file):
     raise FileExistsError(f"--output_file={opts.output_file} exists; nothing was written "

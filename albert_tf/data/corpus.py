@@ -1,11 +1,10 @@
 """A text corpus as chunks of whole documents, and shards that shuffle it globally.
 
-Pretraining data is made from chunks: runs of whole documents (one sentence
-per line, blank lines between documents) of about `chunk_bytes` of one input
-file, found by scanning the file for blank lines without decoding it. A chunk
-is the unit of work of both the local path and the Beam pipeline, so memory is
-bounded by one chunk whatever the size of a file or of the corpus, and a huge
-file is split by documents rather than loaded whole.
+Pretraining data is made from chunks (`albert_tf.data.pipeline.document_chunks`): runs
+of whole documents (one sentence per line, blank lines between documents) of about
+`chunk_bytes` of one input file. A chunk is the unit of work of both the local path and
+the Beam pipeline, so memory is bounded by one chunk whatever the size of a file or of the
+corpus, and a huge file is split by documents rather than loaded whole.
 
 Every example gets a 64-bit key, a seeded hash of (seed, file, chunk, index in
 the chunk). The key picks the output shard (`shard_of`) and orders the
@@ -16,7 +15,6 @@ the whole corpus, as the original's in-memory shuffle was.
 """
 
 import collections
-import dataclasses
 import hashlib
 import os
 import struct
@@ -24,58 +22,11 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import tensorflow as tf
 
+from albert_tf.data.pipeline import Chunk
 from albert_tf.files import atomic_path
 
 # How many lines with a problem a report names (the rest are counted).
 REPORTED_LINES = 5
-DEFAULT_CHUNK_MB = 16.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Chunk:
-  """Bytes [start, end) of input file `file_index`, whole documents, from line `first_line`."""
-  file_index: int
-  chunk_index: int
-  path: str
-  start: int
-  end: int
-  first_line: int
-
-
-def plan_chunks(file_index: int, path: str, chunk_bytes: int) -> Iterator[Chunk]:
-  """The chunks of one file: a chunk ends at the first blank line after `chunk_bytes`.
-
-  Only reads the file (line by line, undecoded): memory is one line.
-  """
-  start, offset, line, first_line, index = 0, 0, 0, 1, 0
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for raw in f:
-      offset += len(raw)
-      line += 1
-      if offset - start >= chunk_bytes and not raw.strip():
-        yield Chunk(file_index, index, path, start, offset, first_line)
-        start, first_line, index = offset, line + 1, index + 1
-  if offset > start:
-    yield Chunk(file_index, index, path, start, offset, first_line)
-
-
-def chunk_lines(chunk: Chunk) -> Iterator[Tuple[int, bytes]]:
-  """(line number, raw line) of a chunk."""
-  with tf.io.gfile.GFile(chunk.path, "rb") as f:
-    f.seek(chunk.start)
-    yield from lines_until(f, chunk.start, chunk.end, chunk.first_line)
-
-
-def lines_until(f, offset: int, end: int, number: int) -> Iterator[Tuple[int, bytes]]:
-  """(number, raw line) of each line of the open binary file `f`, positioned at byte
-  `offset` (a line's start), that starts before byte `end`; numbered from `number`."""
-  while offset < end:
-    raw = f.readline()
-    if not raw:
-      break
-    yield number, raw
-    offset += len(raw)
-    number += 1
 
 
 class Report(collections.Counter):

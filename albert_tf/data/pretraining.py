@@ -20,11 +20,10 @@ The corpus is processed in chunks of whole documents (`albert_tf.data.corpus`),
 so memory is bounded by one chunk; every example gets a seeded 64-bit key that
 picks its shard and its place in it, one global shuffle of the corpus whose
 output is the same, byte for byte, for any number of workers and for the Beam
-pipeline (`albert_tf.data.beam_pipeline`). create_pretraining_data.py's flags and the
+pipeline (`albert_tf.data.pretraining_beam`). create_pretraining_data.py's flags and the
 choice between the two are `albert_tf.commands.create_pretraining_data`'s.
 """
 
-import collections
 import dataclasses
 import functools
 import multiprocessing
@@ -38,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.cli import Checked, option
-from albert_tf.data import corpus
+from albert_tf.data import corpus, pipeline
 from albert_tf.data.records import first_record, read_dataset, serialize
 from albert_tf.text import packing, tokenization
 from albert_tf.progress import progress_bar
@@ -91,11 +90,11 @@ def is_start_piece(piece: str) -> bool:
 def read_documents(path: str, tokenizer: tokenization.FullTokenizer,
                    report: Optional[corpus.Report] = None) -> List[List[List[str]]]:
   """Documents of tokenized sentences from one file (blank lines separate documents)."""
-  whole = corpus.Chunk(0, 0, path, 0, tf.io.gfile.stat(path).length, 1)
+  whole = pipeline.whole_file(path)
   return read_chunk_documents(whole, tokenizer, report)
 
 
-def read_chunk_documents(chunk: corpus.Chunk, tokenizer: tokenization.FullTokenizer,
+def read_chunk_documents(chunk: pipeline.Chunk, tokenizer: tokenization.FullTokenizer,
                          report: Optional[corpus.Report] = None) -> List[List[List[str]]]:
   """Documents of tokenized sentences of a chunk. Bytes that are not UTF-8 are dropped (as
   the original does) and lines that tokenize to nothing are skipped; both are counted in
@@ -114,7 +113,7 @@ def read_chunk_documents(chunk: corpus.Chunk, tokenizer: tokenization.FullTokeni
     waiting.clear()
 
   new_document = True
-  for number, raw in corpus.chunk_lines(chunk):
+  for number, raw in pipeline.chunk_lines(chunk):
     try:
       line = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
@@ -318,7 +317,7 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int):
 
 # ----------------------------------------------------------------------------- files
 
-def chunk_examples(chunk: corpus.Chunk, tokenizer, opts: DataOptions,
+def chunk_examples(chunk: pipeline.Chunk, tokenizer, opts: DataOptions,
                    report: corpus.Report) -> Iterator[Tuple[int, bytes]]:
   """(key, serialized example) of every instance of a chunk, its `dupe_factor` rounds.
 
@@ -346,10 +345,10 @@ def chunk_examples(chunk: corpus.Chunk, tokenizer, opts: DataOptions,
         index += 1
 
 
-def plan(input_files: Sequence[str], chunk_mb: float) -> List[corpus.Chunk]:
+def plan(input_files: Sequence[str], chunk_mb: float) -> List[pipeline.Chunk]:
   """Every chunk of the corpus, file by file."""
   chunk_bytes = max(1, int(chunk_mb * 2**20))
-  return [c for k, path in enumerate(input_files) for c in corpus.plan_chunks(k, path, chunk_bytes)]
+  return [c for k, path in enumerate(input_files) for c in pipeline.document_chunks(k, path, chunk_bytes)]
 
 
 def make_tokenizer(spm_model_file, do_lower_case, vocab_file=None):
@@ -372,7 +371,7 @@ def _init_worker(spm_model_file, do_lower_case, opts, vocab_file, spill_dir, num
   _WORKER["spill"] = corpus.Spill(spill_dir, f"{os.getpid()}", num_shards)
 
 
-def _spill_chunk(chunk: corpus.Chunk) -> corpus.Report:
+def _spill_chunk(chunk: pipeline.Chunk) -> corpus.Report:
   """Processes one chunk into this process's spill files; returns its report."""
   report, spill = corpus.Report(), _WORKER["spill"]
   for key, serialized in chunk_examples(chunk, _WORKER["tokenizer"], _WORKER["opts"], report):
@@ -403,7 +402,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
                            do_lower_case: bool = True, num_workers: int = 1,
                            overwrite: bool = False, progress: bool = True,
                            vocab_file: Optional[str] = None,
-                           chunk_mb: float = corpus.DEFAULT_CHUNK_MB) -> corpus.Report:
+                           chunk_mb: float = pipeline.DEFAULT_CHUNK_MB) -> corpus.Report:
   """Writes TFRecord shards of pretraining examples (the local path); returns the report.
 
   The vocabulary is `spm_model_file` (SentencePiece) or, without it,
@@ -413,7 +412,7 @@ def write_pretraining_data(input_files: Sequence[str], output_files: Sequence[st
   `num_workers` processes turn into keyed examples (`chunk_examples`) and spill to
   per-shard files; each shard is then sorted by key and written under a temporary
   name, renamed when complete. The shards are the same files, byte for byte, as the
-  Beam pipeline's (`albert_tf.data.beam_pipeline`) and the same for any
+  Beam pipeline's (`albert_tf.data.pretraining_beam`) and the same for any
   `num_workers`. Existing outputs are refused unless `overwrite`.
   """
   check_outputs(output_files, overwrite)

@@ -10,72 +10,19 @@ byte for byte the local path's, whatever the runner, `--direct_num_workers`,
 bundles or retries. A worker holds one chunk's documents while it makes
 examples and one shard while it writes it.
 
-Needs `pip install albert_tf[beam]` (apache-beam[tfrecord]); only this module and
-`albert_tf.predict_beam` (predict.py --runner) import apache_beam. `BeamFlags` are the
-pipeline flags both scripts take.
+Needs `pip install albert_tf[beam]` (apache-beam[tfrecord]). The pipeline flags and the
+chunks are `albert_tf.data.pipeline`'s, as predict.py --runner's are.
 """
 
-import dataclasses
 import json
 import os
-import shlex
 import uuid
 from typing import List, Optional, Sequence
 
 import tensorflow as tf
 
-from albert_tf.cli import option
 from albert_tf.data import corpus, pretraining
-
-# --runner=DirectRunner runs here, in this process (or --direct_num_workers processes).
-# Beam's own DirectRunner first tries its Prism runner, a binary it downloads; this one
-# is the in-process runner it falls back to.
-_IN_PROCESS = "apache_beam.runners.portability.fn_api_runner.fn_runner.FnApiRunner"
-
-
-RUNNERS_HELP = ("Run as an Apache Beam pipeline on this runner (DirectRunner here; "
-                "DataflowRunner, FlinkRunner, SparkRunner, ...); needs albert_tf[beam]. "
-                "Unset: the local path (processes on this machine, no Beam).")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class BeamFlags:
-  """The pipeline flags of the scripts that can run on Apache Beam."""
-  runner: Optional[str] = option(None, RUNNERS_HELP)
-  direct_num_workers: int = option(1, "--runner=DirectRunner: worker processes.", at_least=1)
-  beam_pipeline_options: Optional[str] = option(None, "More Beam pipeline options, space-"
-                                                "separated (e.g. '--project=p --region=r "
-                                                "--temp_location=gs://b/tmp').")
-
-  def pipeline_options(self):
-    """Beam PipelineOptions of these flags (`pipeline_options`)."""
-    return pipeline_options(self.runner, self.direct_num_workers, self.beam_pipeline_options)
-
-
-def import_beam():
-  try:
-    import apache_beam as beam  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    raise ImportError("--runner needs Apache Beam: pip install 'albert_tf[beam]' "
-                      "(apache-beam[tfrecord]); without --runner the local path needs "
-                      "nothing more") from None
-  return beam
-
-
-def pipeline_options(runner: str, direct_num_workers: int, extra: Optional[str]):
-  """Beam PipelineOptions of the flags: `--runner`, `--direct_num_workers` and the
-  space-separated Beam options of `--beam_pipeline_options` (for Dataflow:
-  `--project=... --region=... --temp_location=gs://... --requirements_file=...`)."""
-  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  args = [f"--runner={_IN_PROCESS if runner == 'DirectRunner' else runner}"]
-  if runner == "DirectRunner":
-    args.append(f"--direct_num_workers={direct_num_workers}")
-    args.append("--direct_running_mode=" + ("multi_processing" if direct_num_workers > 1
-                                              else "in_memory"))
-    args.append("--default_sdk_harness_log_level=WARNING")  # (the workers' INFO lines)
-  args += shlex.split(extra or "")
-  return PipelineOptions(args)
-
+from albert_tf.data.pipeline import DEFAULT_CHUNK_MB, document_chunks, import_beam, pipeline_options
 
 class _ExamplesOfChunk:
   """DoFn body: a chunk -> (shard, (key, example)); its report goes to a side output."""
@@ -111,7 +58,7 @@ def _write_shard(item, output_files):
 
 def run(input_files: Sequence[str], output_files: List[str], spm_model_file: Optional[str],
         opts: pretraining.DataOptions, *, do_lower_case: bool = True,
-        vocab_file: Optional[str] = None, chunk_mb: float = corpus.DEFAULT_CHUNK_MB,
+        vocab_file: Optional[str] = None, chunk_mb: float = DEFAULT_CHUNK_MB,
         runner: str = "DirectRunner", direct_num_workers: int = 1,
         beam_pipeline_options: Optional[str] = None, overwrite: bool = False) -> corpus.Report:
   """Runs the pipeline and returns its report (counts, first problem lines)."""
@@ -138,7 +85,7 @@ def run(input_files: Sequence[str], output_files: List[str], spm_model_file: Opt
     with beam.Pipeline(options=options) as p:
       chunks = (p
                 | "Files" >> beam.Create(list(enumerate(input_files)))
-                | "Chunks" >> beam.FlatMap(lambda f: corpus.plan_chunks(f[0], f[1], chunk_bytes))
+                | "Chunks" >> beam.FlatMap(lambda f: document_chunks(f[0], f[1], chunk_bytes))
                 | "Spread" >> beam.Reshuffle())
       made = chunks | "Examples" >> beam.ParDo(
           ExamplesOfChunk(spm_model_file, do_lower_case, vocab_file, opts, num_shards)

@@ -1,6 +1,6 @@
 """predict.py --runner=...: a trained run's answers for a corpus, on Apache Beam.
 
-    input file -> byte chunks (line-aligned; a CSV/TSV file is one chunk)
+    input file -> byte chunks (`albert_tf.data.pipeline.line_chunks`; a CSV/TSV file is one)
                -> rows counted per chunk (each row's index = the rows before it)
                -> each row read and checked (a bad one -> errors); each chunk's rows
                   sorted by pieces into batches bounded by rows and padded pieces
@@ -30,57 +30,11 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
                                             RunInference)
 
 from albert_tf import runs
-from albert_tf.data import own
-from albert_tf.data.corpus import lines_until
+from albert_tf.data import own, pipeline
+from albert_tf.data.pipeline import Chunk, chunk_lines, count_chunk, is_row
 from albert_tf.predictor import AUTO, Predictor, answer_line, onnx_file, recorded_runtime
 
-CHUNK_BYTES = 16 << 20
 SERVING = "serving"      # a classifier's or tagger's serving export, in its run directory
-
-
-@dataclasses.dataclass(frozen=True)
-class Chunk:
-  """Bytes [start, end) of the input: the rows whose first byte lies there."""
-  index: int
-  path: str
-  suffix: str            # txt, jsonl, csv or tsv
-  start: int
-  end: int
-
-
-def plan_chunks(path: str, suffix: str, chunk_bytes: Optional[int] = None) -> List[Chunk]:
-  """The input's chunks of `chunk_bytes` (default CHUNK_BYTES), each the lines that start
-  in its byte range; a CSV or TSV file (whose quoted fields may span lines) is one chunk."""
-  chunk_bytes = chunk_bytes or CHUNK_BYTES
-  size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-  if suffix in ("csv", "tsv"):
-    return [Chunk(0, path, suffix, 0, size)]
-  return [Chunk(i, path, suffix, start, min(size, start + chunk_bytes))
-          for i, start in enumerate(range(0, max(size, 1), chunk_bytes))]
-
-
-def chunk_lines(chunk: Chunk):
-  """(line number within the chunk, from 0; raw line) of each line starting in the chunk."""
-  with FileSystems.open(chunk.path, compression_type="uncompressed") as f:
-    offset = chunk.start
-    if offset > 0:                       # a line that starts before the chunk is not its own
-      f.seek(offset - 1)
-      offset += len(f.readline()) - 1
-    yield from lines_until(f, offset, chunk.end, 0)
-
-
-def _is_row(suffix: str, raw: bytes) -> bool:
-  return suffix == "txt" or bool(raw.strip())     # a .jsonl file's blank lines are not rows
-
-
-def count_chunk(chunk: Chunk) -> Tuple[int, Tuple[int, int]]:
-  """(chunk index, (its rows, its lines)); a CSV/TSV chunk counts when it is read."""
-  rows = lines = 0
-  if chunk.suffix in ("txt", "jsonl"):
-    for _, raw in chunk_lines(chunk):
-      lines += 1
-      rows += _is_row(chunk.suffix, raw)
-  return chunk.index, (rows, lines)
 
 
 class ReadRows(beam.DoFn):
@@ -134,7 +88,7 @@ class ReadRows(beam.DoFn):
                                          chunk.path, chunk.suffix, errors=True)
       return
     for number, raw in chunk_lines(chunk):
-      if not _is_row(chunk.suffix, raw):
+      if not is_row(chunk.suffix, raw):
         continue
       line = line_base + number + 1
       text = raw.decode("utf-8-sig" if chunk.start == 0 and number == 0 else "utf-8")
@@ -295,7 +249,7 @@ def run(opts) -> Dict[str, object]:
   if suffix == "txt" and len(columns) != 1:
     raise ValueError(f"--input_file={opts.input_file}: a .txt file holds one text per line, "
                      f"but this run reads {len(columns)} fields ({', '.join(columns)})")
-  chunks = plan_chunks(opts.input_file, suffix)
+  chunks = pipeline.line_chunks(opts.input_file, suffix)
   settings = dict(dataclasses.asdict(opts.settings), **choices)
   handler = KeyedModelHandler(AlbertModelHandler(model, settings))
   num_shards = opts.num_shards
