@@ -458,23 +458,8 @@ class Run:
 
   def kept(self, name: str, write: Callable[[str], None], *settings) -> str:
     """`<run>/<name>`: what is made from the run's weights (`checkpoint`) with `settings`
-    and kept beside it (a serving export, an ONNX file), made now by `write(path)` when it
-    is missing or was made from other weights (a later best checkpoint) or settings.
-    What each was made from is recorded in `<run>/made_from.json`."""
-    path = os.path.join(self.path, name)
-    fingerprint_of = weights_fingerprint(self.checkpoint, *settings)
-    record = os.path.join(self.path, MADE_FROM)
-    try:
-      with open(record, encoding="utf-8") as f:
-        made = json.load(f)
-    except (OSError, ValueError):
-      made = {}
-    if made.get(name) == fingerprint_of and os.path.exists(path):
-      return path
-    print(f"Writing {path} from {self.checkpoint} (once; kept for later runs)")
-    write(path)
-    write_json(record, dict(made, **{name: fingerprint_of}), indent=2, sort_keys=True)
-    return path
+    and kept beside it (a serving export, an ONNX file); see `made_once`."""
+    return made_once(self.path, name, self.checkpoint, write, *settings)
 
   def best_step(self) -> Optional[int]:
     return best_step(self.path)
@@ -524,6 +509,31 @@ def _read(model, checkpoint: str) -> None:
     except AssertionError as e:
       raise ValueError(f"{checkpoint} does not match its {RECORD}: {e}") from None
     status.expect_partial()
+
+
+def made_once(run_dir: str, target: str, weights: str, write: Callable[[str], None],
+              *settings) -> str:
+  """The one cache of what is made from a run: `target` (a name inside `run_dir`, or any
+  path, such as a task's --export_dir) made from `weights` with `settings` by
+  `write(path)`, now if it is missing or was made from other weights (a later best
+  checkpoint) or settings, else kept. What each target was made from is recorded in
+  `<run_dir>/made_from.json`. Returns the target's path."""
+  path = os.path.abspath(os.path.join(run_dir, target))
+  inside = os.path.commonpath([path, os.path.abspath(run_dir)]) == os.path.abspath(run_dir)
+  key = os.path.relpath(path, run_dir) if inside else path
+  made_from = weights_fingerprint(weights, *settings)
+  record = os.path.join(run_dir, MADE_FROM)
+  try:
+    with open(record, encoding="utf-8") as f:
+      made = json.load(f)
+  except (OSError, ValueError):
+    made = {}
+  if made.get(key) == made_from and os.path.exists(path):
+    return path
+  print(f"Writing {path} from {weights} (once; kept for later runs)")
+  write(path)
+  write_json(record, dict(made, **{key: made_from}), indent=2, sort_keys=True)
+  return path
 
 
 def weights_fingerprint(checkpoint: str, *settings) -> str:

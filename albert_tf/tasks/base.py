@@ -404,17 +404,18 @@ class FinetuningTask:
 
   def export_once(self, weights: str, kind: str, settings: tuple, write) -> None:
     """Calls `write(overwrite=..., record=...)` to export `weights` to --export_dir, unless it
-    already holds their export with the same `settings`; an export of other weights of
-    this run is replaced."""
+    already holds their export with the same `settings` (`runs.made_once`, the cache of
+    everything made from a run); an export of other weights of this run is replaced."""
     opts = self.opts
     record = dict(output_dir=os.path.abspath(opts.output_dir), weights=weights,
                   fingerprint=runs.weights_fingerprint(weights, *settings))
-    previous = export_record(opts.export_dir)
-    if previous and all(previous.get(k) == v for k, v in dict(record, kind=kind).items()):
-      print(f"{opts.export_dir} already holds the export of {weights}")
-      return
-    write(overwrite=previous is not None, record=record)
-    print(f"Exported the end-to-end {kind} SavedModel to {opts.export_dir}")
+
+    def export(path):
+      write(overwrite=os.path.isdir(path) and bool(os.listdir(path)), record=record)
+      print(f"Exported the end-to-end {kind} SavedModel to {path}")
+
+    runs.made_once(opts.output_dir, os.path.abspath(opts.export_dir), weights, export, kind,
+                   *settings)
 
   def predict(self, model, data: tf.data.Dataset, inputs: Optional[List[str]] = None):
     """Yields (batch, outputs as NumPy) over `data`, with one traced function per model."""
