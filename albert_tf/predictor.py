@@ -69,7 +69,7 @@ class Settings:
 class Predictor:
   """A run's (or a serving export's) model, ready to answer; see the module docstring.
 
-  kind: the run's kind (`albert_tf.runs.KINDS`). fields: what an example holds, in order.
+  kind: how the run answers (its kind's `answered_as`, one of ANSWERS). fields: what an example holds, in order.
   forward: packed inputs (NumPy, named as the ONNX export's) -> named outputs (NumPy
   float32), for a run's model; strings: sentences (string tensors) -> outputs, for a
   serving export or a tagger. recorded: the kind's settings the run recorded. where: the
@@ -115,12 +115,12 @@ class Predictor:
     if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
       raise FileNotFoundError(f"{flag}={path} is not a directory")
     if runs.Run.exists(path):
-      return cls._of_run(runs.Run.read(path, flag, kinds=KINDS), settings, runtime,
+      return cls._of_run(runs.Run.read(path, flag, kinds=runs.answering()), settings, runtime,
                          dtype, quantization, load_model)
     record = ServingRecord.of(export_record(path))
     kind = runs.kind_of_export(record.kind) if tf.io.gfile.exists(
         os.path.join(path, "saved_model.pb")) else None
-    if kind is not None and kind.name in ANSWERS:
+    if kind is not None and kind.answered_as in ANSWERS:
       if runtime == AUTO:
         print(f"--runtime=auto: tensorflow ({flag}={path} is a serving export, which runs "
               "as it was saved)")
@@ -128,14 +128,14 @@ class Predictor:
       if runtime != "tensorflow" or dtype != "float32":
         raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
                          "(TensorFlow, float32); give its run directory for --runtime or --dtype")
-      return ANSWERS[kind.name].of_export(cls, path, record, settings, load_model)
+      return ANSWERS[kind.answered_as].of_export(cls, path, record, settings, load_model)
     raise ValueError(f"{flag}={path} is neither a run directory (no {runs.RECORD}) nor an "
                      "albert_tf serving export (saved_model.pb with albert_tf_export.json)")
 
   @classmethod
   def _of_run(cls, run: runs.Run, settings: Settings, runtime: str, dtype: str,
               quantization: str, load_model: bool = True) -> "Predictor":
-    kind, tokenizer = ANSWERS[run.kind.name], run.tokenizer()
+    kind, tokenizer = ANSWERS[run.kind.answered_as], run.tokenizer()
     forward = strings = None
     if load_model and runtime != "tensorflow" and kind.own_graph:
       why = (f"{run.path} is a {run.kind.script} run, which answers through its own "
@@ -155,7 +155,7 @@ class Predictor:
         model = run.model()
       forward = tensorflow_forward(model)
       strings = kind.strings(run, model, tokenizer)
-    return cls(run.kind.name, run.fields, tokenizer, run.settings, settings, run.path, forward,
+    return cls(run.kind.answered_as, run.fields, tokenizer, run.settings, settings, run.path, forward,
                strings, run.problem, run.max_seq_length, run.version_2)
 
   # ------------------------------------------------------------------------- examples
@@ -445,11 +445,10 @@ class Choosing(Answers):
     return out
 
 
-# What each kind of run answers with (the kinds of albert_tf.runs.KINDS that answer).
+# How a kind of run answers (`runs.Kind.answered_as`: a kind's own name, or the name of
+# the Answers it shares with another).
 ANSWERS = {"classification": Classifying(), "token_classification": Tagging(),
            "question_answering": Reading(), "multiple_choice": Choosing()}
-KINDS = list(ANSWERS)
-assert set(KINDS) == set(runs.ANSWERING), "every answering kind has its Answers"
 
 
 def _load_export(path: str):

@@ -121,6 +121,14 @@ class Kind:
   export: the `kind` its raw-text serving export records (albert_tf_export.json), if it
     has one; serving: (run, model, path, record) -> writes that export of `model` in
     `path` (replacing it), `record` added to its record.
+  tasks: the task names its runs record (`run_config.json`'s "task", case-insensitive).
+  answers: how `albert_tf.predictor` answers for it (the name of its `Answers`; None: the
+    kind's own name).
+  command: (module, options class, the original's flags or None) of its training command,
+    which `albert_tf.commands.table` lists as `script` without the `.py`.
+
+  A new kind is its model (`modeling/models.py`), its training task (`tasks/`) and its
+  entry here: docs/architecture.md, "A new task kind".
   """
   name: str
   script: str
@@ -131,6 +139,13 @@ class Kind:
   texts: Optional[Callable] = None
   export: Optional[str] = None
   serving: Optional[Callable] = None
+  tasks: Tuple[str, ...] = ()
+  answers: Optional[str] = None
+  command: Optional[Tuple[str, str, Optional[str]]] = None
+
+  @property
+  def answered_as(self) -> str:
+    return self.answers or self.name
 
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
@@ -200,26 +215,35 @@ KINDS = {
         "classification", "run_classifier.py",
         lambda encoder, run: AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout),
         ClassifierSettings, None, _lite_classifier, _classifier_texts, "classifier",
-        _serve_classifier),
+        _serve_classifier, tasks=("classification", *(t.name for t in glue.TASKS.values())),
+        command=("albert_tf.tasks.classification", "ClassifierOptions", "ORIGINAL_FLAGS")),
     "token_classification": Kind(
         "token_classification", "run_ner.py",
         lambda encoder, run: AlbertTokenClassifier(encoder, len(run.labels),
                                                    dropout_rate=run.dropout),
-        TaggerSettings, ("text",), _lite_tagger, _tagger_texts, "tagger", _serve_tagger),
+        TaggerSettings, ("text",), _lite_tagger, _tagger_texts, "tagger", _serve_tagger,
+        tasks=("NER",), command=("albert_tf.tasks.token_classification", "NerOptions", None)),
     "multiple_choice": Kind(
         "multiple_choice", "run_race.py",
         lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout),
-        ChoiceSettings, ("article", "question", "options")),
+        ChoiceSettings, ("article", "question", "options"), tasks=("RACE",),
+        command=("albert_tf.tasks.multiple_choice", "RaceOptions", "ORIGINAL_FLAGS")),
     "question_answering": Kind(
         "question_answering", "run_squad.py",
         lambda encoder, run: AlbertQuestionAnswerer(
             encoder, version_2_with_negative=run.version_2),
-        ReaderSettings, ("question", "context")),
+        ReaderSettings, ("question", "context"), tasks=("SQuAD v1.1", "SQuAD v2.0"),
+        command=("albert_tf.tasks.question_answering", "SquadOptions", "ORIGINAL_FLAGS")),
     "pretraining": Kind("pretraining", "run_pretraining.py",
-                        lambda encoder, run: AlbertPretrainer(encoder), Settings, ()),
+                        lambda encoder, run: AlbertPretrainer(encoder), Settings, (),
+                        tasks=("pretraining",),
+                        command=("albert_tf.tasks.pretraining", "PretrainingOptions",
+                                 "ORIGINAL_FLAGS")),
 }
 # The kinds whose runs answer new text (predict.py, the Predictor, Beam).
-ANSWERING = [name for name, kind in KINDS.items() if kind.fields != ()]
+def answering() -> List[str]:
+  """The kinds that answer new text (`albert_tf.predictor`): all but pretraining."""
+  return [name for name, kind in KINDS.items() if kind.fields != ()]
 
 
 def kind_of_export(export_kind: Optional[str]) -> Optional[Kind]:
@@ -229,15 +253,10 @@ def kind_of_export(export_kind: Optional[str]) -> Optional[Kind]:
 
 
 def kind_of(task: str) -> Optional[Kind]:
-  """The kind of a recorded task name (a GLUE task, NER, RACE, SQuAD v1.1 / v2.0,
-  pretraining), or None."""
-  task = str(task)
-  if task.lower() in glue.TASKS or task == "classification":   # a GLUE task, or your own files
-    return KINDS["classification"]
-  if task.startswith("SQuAD"):
-    return KINDS["question_answering"]
-  return {"NER": KINDS["token_classification"], "RACE": KINDS["multiple_choice"],
-          "pretraining": KINDS["pretraining"]}.get(task)
+  """The kind of a recorded task name (`Kind.tasks`: a GLUE task, NER, RACE, SQuAD v1.1 /
+  v2.0, pretraining), or None."""
+  task = str(task).lower()
+  return next((k for k in KINDS.values() if task in (t.lower() for t in k.tasks)), None)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -363,8 +382,8 @@ class Run:
   @property
   def problem(self) -> Optional[problems.Problem]:
     """A classifier's problem (`albert_tf.problems`): your own files' recorded one, a GLUE
-    task's; None for other kinds."""
-    if self.kind.name != "classification":
+    task's; None for kinds whose settings are not a classifier's."""
+    if not isinstance(self.settings, ClassifierSettings):
       return None
     task, settings = self.glue_task, self.settings
     if task is not None and not settings.problem_type:

@@ -247,6 +247,10 @@ def test_every_command_is_in_the_table_on_path_and_behind_its_script():
   done = subprocess.run([str(on_path), "--helpfull"], capture_output=True, text=True,
                         timeout=300)    # (absl's --helpfull ends with status 1)
   assert "--vocab_size" in done.stdout and "--model_prefix" in done.stdout, done.stderr[-2000:]
+  # `python -m albert_tf <command>` runs any command of the table, with no script.
+  done = subprocess.run([sys.executable, "-m", "albert_tf", "run_classifier", "--helpfull"],
+                        capture_output=True, text=True, timeout=300, cwd="/")
+  assert "--train_file" in done.stdout and "--task_name" in done.stdout, done.stderr[-2000:]
 
 
 def _rooms_imports():

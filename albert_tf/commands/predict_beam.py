@@ -206,7 +206,7 @@ def serving_model(model: str) -> str:
   itself."""
   if not runs.Run.exists(model):
     return model
-  run = runs.Run.read(model, "--model", kinds=runs.ANSWERING)
+  run = runs.Run.read(model, "--model", kinds=runs.answering())
   if run.kind.serving is None:
     return run.path
   return run.kept(SERVING, lambda path: run.kind.serving(run, run.model(), path,

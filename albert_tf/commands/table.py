@@ -10,13 +10,17 @@ TF-Hub exporter, `hub_export/export.py`, as `export_tf_hub`) all read it:
 
 A command's module holds its options dataclass (whose fields are the flags) and the
 function that runs it; the module is imported when the command is, so one command does
-not import the others' libraries.
+not import the others' libraries. The training commands are the task kinds'
+(`albert_tf.runs.KINDS`, each kind's `command`): a new kind's command is listed here with
+no line of its own, and runs as `python -m albert_tf <command>` before it has a root script.
 """
 
 import dataclasses
 import importlib
 import os
 from typing import Callable, Dict, Optional
+
+from albert_tf import runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,21 +41,20 @@ class Command:
             getattr(module, self.original) if self.original else None)
 
 
+def _training_commands() -> Dict[str, Command]:
+  """Each task kind's training command (`runs.Kind.command`), named as its script."""
+  return {kind.script[:-len(".py")]: Command(kind.script, module, options, original=original)
+          for kind in runs.KINDS.values() if kind.command
+          for module, options, original in [kind.command]}
+
+
 COMMANDS: Dict[str, Command] = {
     "create_vocab": Command("create_vocab.py", "albert_tf.commands.create_vocab",
                             "VocabOptions"),
     "create_pretraining_data": Command("create_pretraining_data.py",
                                        "albert_tf.commands.create_pretraining_data",
                                        "CreationOptions", "create", "ORIGINAL_FLAGS"),
-    "run_pretraining": Command("run_pretraining.py", "albert_tf.tasks.pretraining",
-                               "PretrainingOptions", original="ORIGINAL_FLAGS"),
-    "run_classifier": Command("run_classifier.py", "albert_tf.tasks.classification",
-                              "ClassifierOptions", original="ORIGINAL_FLAGS"),
-    "run_ner": Command("run_ner.py", "albert_tf.tasks.token_classification", "NerOptions"),
-    "run_squad": Command("run_squad.py", "albert_tf.tasks.question_answering", "SquadOptions",
-                         original="ORIGINAL_FLAGS"),
-    "run_race": Command("run_race.py", "albert_tf.tasks.multiple_choice", "RaceOptions",
-                        original="ORIGINAL_FLAGS"),
+    **_training_commands(),
     "predict": Command("predict.py", "albert_tf.commands.predict", "PredictOptions"),
     "convert_checkpoint": Command("convert_checkpoint.py", "albert_tf.commands.convert",
                                   "ConvertOptions"),
@@ -65,11 +68,21 @@ COMMANDS: Dict[str, Command] = {
 BY_SCRIPT = {command.script: name for name, command in COMMANDS.items()}
 
 
+def command(name: str) -> Command:
+  """Command `name`: one of COMMANDS, or the training command of a kind added to
+  `runs.KINDS` since this module was imported."""
+  found = COMMANDS.get(name) or _training_commands().get(name)
+  if found is None:
+    raise ValueError(f"unknown command {name!r}; the commands are "
+                     + ", ".join(sorted(set(COMMANDS) | set(_training_commands()))))
+  return found
+
+
 def main(name: str) -> Callable:
   """Defines command `name`'s flags and returns its absl `main(argv)`."""
   os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3
   from albert_tf import cli  # pylint: disable=g-import-not-at-top
-  options, run, original = COMMANDS[name].load()
+  options, run, original = command(name).load()
   cli.define_flags(options, original=original)
 
   def command_main(argv):
