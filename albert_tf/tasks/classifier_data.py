@@ -122,13 +122,10 @@ class GlueFiles(Examples):
                                     self.problem.mean_loss(targets, logits))
 
   def baseline(self, train, dev, threshold):
-    """Always the training set's most common label (its mean, for STS-B)."""
-    if isinstance(self.problem, problems.Regression):
-      values = {"mse": float(np.mean((dev - train.mean()) ** 2))}
-    else:
-      majority = int(np.bincount(train, minlength=len(self.problem.labels)).argmax())
-      values = metrics_lib.glue_metrics(self.task.metrics, dev, np.full(len(dev), majority))
-    return {f"majority_baseline_{k}": v for k, v in values.items()}
+    """The problem's baseline (the training set's most common label, or its mean score),
+    named as the original's GLUE results were."""
+    return {f"majority_baseline_{k}": v
+            for k, v in self.problem.baseline(train, dev, threshold).items()}
 
   def write_predictions(self, output_dir, split, rows, logits, threshold):
     """A GLUE submission file, `<TASK>.tsv`: `index` and `prediction` (label strings)."""
