@@ -5,6 +5,8 @@ import random
 
 import numpy as np
 
+from albert_tf.data.sample_corpus import TRICKY_TEXTS
+
 # Full sharing (what tf-models-official's AlbertEncoder supports), E != H. Two layers: the
 # one block applied twice is all full sharing needs, and each layer costs every trace and
 # export of TINY (a fifth of a tiny export's 5 s; docs/testing.md).
@@ -22,24 +24,8 @@ SQUARE = dict(TINY, embedding_size=32)
 
 # The parity corpus: accents and combining marks, full-width characters,
 # whitespace runs, `` and '' quotes, numbers with commas, CJK and emoji, upper
-# case, empty strings, invalid UTF-8, and text longer than any seq_length.
-CORPUS = [
-    "Café déjà vu, naïve façade; Ångström and Øre.",
-    "e\u0301 combining acute, c\u0327 cedilla, a\u0308\u0304 stacked",
-    "ＦＵＬＬＷＩＤＴＨ ｌｅｔｔｅｒｓ ａｎｄ １２３，４５６",
-    "tabs\tand\nnewlines\r\n  and    runs   of spaces  ",
-    "\u00a0no-break\u3000ideographic\u2028line sep\u2003em space ",
-    "``double backticks'' and 'single' quotes ''here''",
-    "Numbers: 1,000,000 and 3,5 and 12, 34 and 1, 2, 3 and 99,",
-    "x1, y22,z 7,a (1,2) [3,4,5] 1,000.50",
-    "中文字符和日本語のテキスト、한국어 텍스트",
-    "emoji 😀🎉👍🏽 and symbols ™ © ½ ² ①",
-    "UPPER CASE SHOUTING AND MiXeD CaSe İstanbul ΣΟΦΙΑ straße",
-    "",
-    "   ",
-    "def f(x):\n    return x ** 2  # a Python line, with `code`",
-    " ".join(["The quick brown fox jumps over the lazy dog, 1,234 times."] * 30),
-]
+# case, empty strings, and text longer than any seq_length (albert_tf.data.sample_corpus).
+CORPUS = list(TRICKY_TEXTS)
 BYTES = [b"invalid \xff\xfe utf-8 \xc3\xa9 ok", "unicode é".encode("utf-8"), b"\x80"]
 
 

@@ -350,7 +350,7 @@ def test_tf1_to_hf_to_tf1_gives_back_the_same_tensors_bit_for_bit(tmp_path, spm_
                                      output_dir=str(tmp_path / "hf")))
   assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors",
                                                  "special_tokens_map.json", "spiece.model",
-                                                 "tokenizer_config.json"]
+                                                 "tokenizer.json", "tokenizer_config.json"]
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["architectures"] == ["AlbertForPreTraining"] and config["hidden_act"] == "gelu_new"
   convert.run(convert.ConvertOptions(model=str(tmp_path / "hf"), output_format="tf1",

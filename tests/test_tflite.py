@@ -20,7 +20,7 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks import classification as classifier
 from albert_tf.commands import export_tflite
-from albert_tf.text import lite, packing, tokenization
+from albert_tf.text import lite, packing, standalone, tokenization
 from common import CORPUS, assert_close, fuzz_texts, write_classifier_run, write_release
 from test_glue import CFG, SEQ, write_keyword_task
 from test_squad import TRICKY
@@ -100,9 +100,9 @@ def test_albert_normalization_leaves_unassigned_and_private_use_code_points_alon
             and unicodedata.category(chr(cp)) in ("Cn", "Co")]
   assert len(others) > 300_000
   for lower in (True, False):
-    changed = [c for c in others if lite._albert_normalize_char(c, lower) != c]
+    changed = [c for c in others if standalone._albert_normalize_char(c, lower) != c]
     assert not changed, [hex(ord(c)) for c in changed[:5]]
-  assert lite._albert_normalize_char("\u00c9", True) == "e"   # (an assigned one: changed)
+  assert standalone._albert_normalize_char("\u00c9", True) == "e"   # (an assigned one: changed)
 
 
 def test_limitation_word_final_capital_sigma(tokenizer, spm_model):

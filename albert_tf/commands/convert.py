@@ -30,6 +30,7 @@ from albert_tf.formats import huggingface, keras_hub
 from albert_tf.formats.tf1 import RELEASED_CHECKPOINT, RELEASED_CONFIG, save_original_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.sources import Source
+from albert_tf.text import standalone
 from albert_tf.text.huggingface import save_hf_tokenizer
 from albert_tf.text.tokenization import FullTokenizer
 
@@ -82,7 +83,12 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
   classifier = (getattr(source.model, "KERAS_HUB_TASK", None) == "AlbertTextClassifier"
                 and "output_weights" not in source.fresh)
   keras_hub.check_writable(source.config)
-  spm = source.tokenizer.spm_model_file if source.tokenizer is not None else None
+  spm = None
+  if source.tokenizer is not None and source.tokenizer.spm_model_file:
+    # KerasHub runs SentencePiece alone: ALBERT's normalization and digit-comma rule go
+    # into the model it is given.
+    with open(source.tokenizer.spm_model_file, "rb") as f:
+      spm = standalone.standalone_sentencepiece_model(f.read(), source.tokenizer.do_lower_case)
   with atomic_directory(output_dir, "--output_dir") as tmp:
     written = keras_hub.write_preset(
         source.model, tmp, spm, num_classes=source.model.num_classes if classifier else None,

@@ -1,7 +1,8 @@
 """A small English corpus that ships with Python: the stdlib's pydoc topics.
 
 Used by `make demo` and the tests to train vocabularies and pretrain tiny
-models without any download. Written in the pretraining input format: one
+models without any download; `TRICKY_TEXTS` are what the tokenizer tests and benchmarks
+compare tokenizers on. Written in the pretraining input format: one
 sentence per line, a blank line between documents.
 """
 
@@ -10,6 +11,27 @@ import re
 from typing import List
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+# Texts that every tokenizer of albert_tf must treat as the original's: accents and
+# combining marks, full-width characters, whitespace runs, `` and '' quotes, numbers with
+# commas, CJK and emoji, upper case, empty strings, and text longer than any seq_length.
+TRICKY_TEXTS = (
+    "Café déjà vu, naïve façade; Ångström and Øre.",
+    "e\u0301 combining acute, c\u0327 cedilla, a\u0308\u0304 stacked",
+    "ＦＵＬＬＷＩＤＴＨ ｌｅｔｔｅｒｓ ａｎｄ １２３，４５６",
+    "tabs\tand\nnewlines\r\n  and    runs   of spaces  ",
+    "\u00a0no-break\u3000ideographic\u2028line sep\u2003em space ",
+    "``double backticks'' and 'single' quotes ''here''",
+    "Numbers: 1,000,000 and 3,5 and 12, 34 and 1, 2, 3 and 99,",
+    "x1, y22,z 7,a (1,2) [3,4,5] 1,000.50",
+    "中文字符和日本語のテキスト、한국어 텍스트",
+    "emoji 😀🎉👍🏽 and symbols ™ © ½ ² ①",
+    "UPPER CASE SHOUTING AND MiXeD CaSe İstanbul ΣΟΦΙΑ straße",
+    "",
+    "   ",
+    "def f(x):\n    return x ** 2  # a Python line, with `code`",
+    " ".join(["The quick brown fox jumps over the lazy dog, 1,234 times."] * 30),
+)
 
 
 def pydoc_documents() -> List[List[str]]:

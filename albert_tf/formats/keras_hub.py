@@ -16,7 +16,7 @@ KerasHub, is the one place of the package that imports `keras` (3) and `keras_hu
 
 import json
 import os
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -160,7 +160,9 @@ def read_directory(path: str, flag: str = "--albert_directory") -> ModelDirector
   if not os.path.exists(spm):
     return ModelDirectory(path, NAME, config, path, None, None, None, **found,
                           vocabulary_error=f"{flag}={path} has no tokenizer ({SPM} not found)")
-  # KerasHub's tokenizer runs SentencePiece alone; the releases' text is lower-cased first.
+  # KerasHub's tokenizer runs SentencePiece alone. albert_tf's presets carry ALBERT's
+  # normalization in the model (`albert_tf.text.standalone`), which lower-casing again
+  # leaves as it is; the releases' text is lower-cased first.
   return ModelDirectory(path, NAME, config, path, spm, None, True, **found)
 
 
@@ -217,15 +219,16 @@ def check_writable(config: AlbertConfig) -> None:
                      "1e-12, so no preset is written")
 
 
-def write_preset(model, directory: str, spm_model_file: Optional[str] = None,
+def write_preset(model, directory: str, spm_model: Optional[Union[str, bytes]] = None,
                  num_classes: Optional[int] = None, dropout: float = 0.1,
                  sequence_length: int = 512, activation: Optional[str] = None,
                  labels: Optional[list] = None, problem_type: Optional[str] = None) -> str:
   """Writes `model`'s backbone (and, with `num_classes`, its classifier head as an
   AlbertTextClassifier) as a KerasHub preset in `directory` (which must be empty), with
-  the SentencePiece tokenizer when `spm_model_file` is given. A classifier's `activation`
-  ("sigmoid" for multi-label: KerasHub then returns each label's probability) goes to its
-  config, its `labels` and `problem_type` to metadata.json. Returns the class written."""
+  the SentencePiece tokenizer when `spm_model` (a file, or a serialized model) is given.
+  A classifier's `activation` ("sigmoid" for multi-label: KerasHub then returns each
+  label's probability) goes to its config, its `labels` and `problem_type` to
+  metadata.json. Returns the class written."""
   encoder = getattr(model, "encoder", model)
   config = encoder.config
   check_writable(config)
@@ -237,8 +240,7 @@ def write_preset(model, directory: str, spm_model_file: Optional[str] = None,
       num_groups=config.num_hidden_groups, num_inner_repetitions=config.inner_group_num,
       dropout=config.hidden_dropout_prob, max_sequence_length=config.max_position_embeddings,
       num_segments=config.type_vocab_size)
-  tokenizer = (keras_hub.models.AlbertTokenizer(proto=spm_model_file) if spm_model_file
-               else None)
+  tokenizer = keras_hub.models.AlbertTokenizer(proto=spm_model) if spm_model else None
   target = backbone
   if num_classes:
     preprocessor = (keras_hub.models.AlbertTextClassifierPreprocessor(

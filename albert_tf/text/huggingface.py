@@ -6,6 +6,11 @@ or, in the Chinese conversions, `vocab.txt` (BertTokenizer: BERT's WordPiece,
 as the original's `vocab_chinese.txt`), with `tokenizer_config.json` and
 `special_tokens_map.json` for lower-casing and the special tokens. Settings
 FullTokenizer cannot reproduce are refused by name rather than ignored.
+
+A directory written here also carries `tokenizer.json`, the fast tokenizer transformers'
+`AutoTokenizer` loads, built to tokenize as albert_tf does (`albert_tf.text.standalone`).
+Reading a directory whose `tokenizer.json` gives other ids than its vocabulary file on a
+probe text says so in one line; albert_tf reads the vocabulary file.
 """
 
 import dataclasses
@@ -15,11 +20,17 @@ import shutil
 from typing import Dict, List, Optional
 
 from albert_tf.files import atomic_path, read_json_object
+from albert_tf.text import standalone
 from albert_tf.text.tokenization import FullTokenizer
 
 SPIECE = "spiece.model"
 VOCAB = "vocab.txt"
 TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_JSON = "tokenizer.json"
+# A text with what tokenizers get wrong most often: ALBERT's normalization (quotes,
+# accents, capitals, full-width forms), its user-defined symbols and the digit-comma rule.
+PROBE = ("``Well-known'' (re)bind: v3.5 costs 1,000 €, ÉLAN déjà-vu ＦＵＬＬ 12,34 "
+         "naïve 'x' - 99,")
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 
 # The special tokens FullTokenizer uses, as transformers names them.
@@ -40,6 +51,10 @@ class HFVocabulary:
   def tokenizer(self) -> FullTokenizer:
     return FullTokenizer(vocab_file=self.vocab_file, do_lower_case=self.do_lower_case,
                          spm_model_file=self.spm_model_file)
+
+  @property
+  def vocabulary_file(self) -> str:
+    return self.spm_model_file or self.vocab_file
 
 
 def _read_json(path: str) -> dict:
@@ -98,14 +113,44 @@ def read_hf_vocabulary(directory: str) -> HFVocabulary:
   if not isinstance(do_lower_case, bool):
     raise ValueError(f"{sources['do_lower_case']}: do_lower_case must be true or false, got "
                      f"{do_lower_case!r}")
-  return HFVocabulary(spm_model_file=None if wordpiece else spiece,
-                      vocab_file=vocab if wordpiece else None, do_lower_case=do_lower_case)
+  found = HFVocabulary(spm_model_file=None if wordpiece else spiece,
+                       vocab_file=vocab if wordpiece else None, do_lower_case=do_lower_case)
+  check_tokenizer_json(directory, found)
+  return found
+
+
+def check_tokenizer_json(directory: str, vocabulary: HFVocabulary) -> Optional[bool]:
+  """Whether `directory`'s tokenizer.json gives the vocabulary file's ids on PROBE (None: no
+  tokenizer.json, or no `tokenizers` library to read it); prints one line when it does not."""
+  path = os.path.join(directory, TOKENIZER_JSON)
+  if not os.path.exists(path):
+    return None
+  try:
+    import tokenizers  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  own = os.path.basename(vocabulary.vocabulary_file)
+  want = vocabulary.tokenizer().encode(PROBE)
+  try:
+    got = tokenizers.Tokenizer.from_file(path).encode(PROBE, add_special_tokens=False).ids
+  except Exception as e:  # pylint: disable=broad-except
+    print(f"Note: {path} cannot be read ({type(e).__name__}); albert_tf reads {own}")
+    return False
+  if got != want:
+    first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                 min(len(got), len(want)))
+    print(f"Note: {path} tokenizes otherwise than {own} (other ids from token {first} of a "
+          f"probe text: transformers' fast tokenizer will not give albert_tf's ids); albert_tf "
+          f"reads {own}")
+    return False
+  return True
 
 
 def save_hf_tokenizer(tokenizer: FullTokenizer, directory: str,
                       model_max_length: int = 512) -> List[str]:
   """Writes `tokenizer` as transformers reads it: `spiece.model` and AlbertTokenizer settings,
-  or `vocab.txt` and BertTokenizer settings. Returns the files written."""
+  or `vocab.txt` and BertTokenizer settings, and `tokenizer.json`, the fast tokenizer that
+  gives the same ids. Returns the files written."""
   os.makedirs(directory, exist_ok=True)
   wordpiece = tokenizer.sp_model is None
   target = os.path.join(directory, VOCAB if wordpiece else SPIECE)
@@ -119,7 +164,9 @@ def save_hf_tokenizer(tokenizer: FullTokenizer, directory: str,
     config.update(remove_space=True, keep_accents=False)
   written = []
   for path, content in ((target, None), (os.path.join(directory, TOKENIZER_CONFIG), config),
-                        (os.path.join(directory, SPECIAL_TOKENS_MAP), specials)):
+                        (os.path.join(directory, SPECIAL_TOKENS_MAP), specials),
+                        (os.path.join(directory, TOKENIZER_JSON), standalone.tokenizer_json(
+                            tokenizer))):
     if os.path.exists(path):
       raise FileExistsError(f"{path} already exists; nothing more written")
     with atomic_path(path) as tmp:
@@ -127,7 +174,10 @@ def save_hf_tokenizer(tokenizer: FullTokenizer, directory: str,
         shutil.copyfile(tokenizer.vocabulary_file, tmp)
       else:
         with open(tmp, "w", encoding="utf-8") as f:
-          json.dump(content, f, indent=2, sort_keys=True)
+          if path.endswith(TOKENIZER_JSON):   # (a vocabulary's worth: one line)
+            json.dump(content, f, ensure_ascii=False)
+          else:
+            json.dump(content, f, indent=2, sort_keys=True)
           f.write("\n")
     written.append(path)
   return written

@@ -4,12 +4,11 @@
 expressions and Unicode ops that TFLite has no kernels for. Here the same ids
 come from tensorflow-text's TFLite-convertible tokenizers:
 
-* SentencePiece: ALBERT's normalization (whitespace to spaces, `` and '' to ",
-  NFKD, accents removed, lower-casing) composed with the model's own NFKC
-  normalizer and compiled into the model's `precompiled_charsmap`, so
-  `FastSentencepieceTokenizer` applies both in one pass over the raw text;
-  the digit-comma rule is a table from the ids of the pieces it splits to
-  the ids it gives.
+* SentencePiece: ALBERT's normalization compiled into the model
+  (`albert_tf.text.standalone.albert_sentencepiece_model`), so
+  `FastSentencepieceTokenizer` applies it and the model's own in one pass over the raw
+  text; the digit-comma rule is a table from the ids of the pieces it splits to the ids
+  it gives.
 * Packing `[CLS] A [SEP] (B [SEP])` with the original truncation is plain
   slicing and concatenation at batch 1.
 
@@ -19,100 +18,13 @@ at the neighbouring letters; a character map cannot), and the text must be
 valid UTF-8.
 """
 
-import functools
-import io
-import sys
-import unicodedata
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Sequence
 
-import sentencepiece as spm
-from sentencepiece import sentencepiece_model_pb2
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.text import tokenization
-
-
-def _albert_normalize_char(c: str, lower: bool) -> str:
-  """`preprocess_text` of one character (its whitespace collapse left to SentencePiece)."""
-  if c.isspace():
-    return " "
-  kept = "".join(x for x in unicodedata.normalize("NFKD", c) if not unicodedata.combining(x))
-  return kept.lower() if lower else kept
-
-
-def _rules(model: bytes, lower: bool) -> Dict[str, str]:
-  """Raw text -> what SentencePiece sees after ALBERT's and the model's own normalization.
-
-  Every code point whose result differs from itself, ALBERT's two quote
-  pairs, and the Hangul jamo sequences that NFKC composes back into
-  syllables (NFKD splits them; composition spans characters).
-  """
-  own = spm.SentencePieceNormalizer(model_proto=model, add_dummy_prefix=False,
-                                    escape_whitespaces=False, remove_extra_whitespaces=False)
-  chars = [chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF]
-  # ALBERT's normalization leaves unassigned and private-use code points (87%) as they are
-  # (tests/test_tflite.py): asked about the others only, the model's own about all, in one
-  # call (0.7 s a conversion, against 1.4 s one code point at a time).
-  albert = [c if unicodedata.category(c) in ("Cn", "Co") else _albert_normalize_char(c, lower)
-            for c in chars]
-  rules = {c: target for c, target in zip(chars, own.normalize(albert)) if target != c}
-  for quotes in ("``", "''"):
-    rules[quotes] = own.normalize('"')
-  for cp in range(0xAC00, 0xD7A4):                     # Hangul syllables
-    jamo = unicodedata.normalize("NFD", chr(cp))      # L V or L V T
-    rules[jamo] = own.normalize(jamo)
-    if len(jamo) == 3:                                # an LV syllable followed by a T jamo
-      rules[chr(cp - (cp - 0xAC00) % 28) + jamo[2]] = own.normalize(jamo)
-  return rules
-
-
-def _compile_charsmap(rules: Dict[str, str]) -> bytes:
-  """SentencePiece's own compiled form (a double-array trie) of `rules`."""
-  hexes = lambda s: " ".join(f"{ord(c):X}" for c in s)
-  tsv = "".join(f"{hexes(k)}\t{hexes(v)}\n" for k, v in rules.items())
-  # The trainer is the only public way to compile a rule table; it trains a tiny model
-  # whose normalizer carries the compiled map.
-  import tempfile  # pylint: disable=g-import-not-at-top
-  with tempfile.NamedTemporaryFile("w", suffix=".tsv", encoding="utf-8") as f:
-    f.write(tsv)
-    f.flush()
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.Train(
-        sentence_iterator=iter(["abc"] * 20), model_writer=out, vocab_size=8,
-        normalization_rule_tsv=f.name, hard_vocab_limit=False, minloglevel=3)
-  proto = sentencepiece_model_pb2.ModelProto()
-  proto.ParseFromString(out.getvalue())
-  return proto.normalizer_spec.precompiled_charsmap
-
-
-@functools.lru_cache(maxsize=4)
-def albert_sentencepiece_model(model: bytes, lower: bool = True) -> bytes:
-  """`model` (a serialized SentencePiece model) with ALBERT's normalization built in.
-
-  Encoding raw text with the result gives the pieces `FullTokenizer` gets from
-  `preprocess_text` then the original model (before the digit-comma rule),
-  but for a word-final capital sigma.
-  """
-  proto = sentencepiece_model_pb2.ModelProto()
-  proto.ParseFromString(model)
-  spec = proto.normalizer_spec
-  spec.precompiled_charsmap = _compile_charsmap(_rules(model, lower))
-  spec.name = f"albert_{'lower_' if lower else ''}{spec.name}"
-  spec.normalization_rule_tsv = ""
-  return proto.SerializeToString()
-
-
-def digit_comma_table(tokenizer: tokenization.FullTokenizer) -> Tuple[List[int], List[List[int]]]:
-  """The digit-comma rule as ids: (ids of the pieces it splits, the ids each becomes)."""
-  keys, values = [], []
-  for i in range(tokenizer.vocab_size):
-    piece = tokenizer.sp_model.IdToPiece(i)
-    if tokenization._split_digit_comma(piece):  # pylint: disable=protected-access
-      keys.append(i)
-      values.append(tokenizer.convert_tokens_to_ids(
-          tokenization._split_digit_comma_piece(tokenizer.sp_model, piece)))  # pylint: disable=protected-access
-  return keys, values
+from albert_tf.text.standalone import albert_sentencepiece_model, digit_comma_table
 
 
 class LiteTokenizer(tf.Module):
