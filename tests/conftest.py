@@ -71,7 +71,8 @@ def spm_model(tmp_path_factory):
 # at the end; the shorter files not named follow in name order and fill the gaps.
 LONGEST_FIRST = ["test_pretraining.py", "test_export.py", "test_readme.py", "test_glue.py",
                  "test_encoder.py", "test_squad.py", "test_formats.py", "test_pretraining_beam.py",
-                 "test_demo.py", "test_tflite.py", "test_race.py", "test_own_data.py", "test_ner.py",
+                 "test_demo.py", "test_tflite.py", "test_doors.py", "test_race.py", "test_own_data.py",
+                 "test_ner.py",
                  "test_huggingface.py", "test_accumulation.py", "test_onnx.py",
                  "test_chinese_release.py", "test_ner_resume.py", "test_tokenization.py"]
 

@@ -8,7 +8,6 @@ import pytest
 
 from albert_tf import problems
 from albert_tf.data import own
-from common import assert_close
 
 PAIR = own.Columns(text=("premise", "hypothesis"))
 
@@ -224,7 +223,7 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   out = tmp_path / "topics"
   result = classification.run(own_options(
       model, out, train_file=files["train"], dev_file=files["dev"], test_file=files["test"],
-      id_column="id", export_dir=str(out / "serving"), train_step=800, warmup_step=80,
+      id_column="id", train_step=800, warmup_step=80,
       save_checkpoints_steps=200))
   evaluation = result["eval"]
   print("multi-label topics:", {k: round(v, 4) for k, v in evaluation.items() if "/" not in k})
@@ -244,68 +243,8 @@ def test_multi_label_jsonl_learns_topics_under_negation_and_exports(model, tmp_p
   assert all(set(p["probabilities"]) == set(TOPICS) for p in predicted)
   assert all(p["labels"] == [t for t in sorted(TOPICS) if p["probabilities"][t] > 0.5]
              for p in predicted)
-  # predict.py on the test file: --do_predict's labels, its probabilities within 1e-5
-  # (ONNX Runtime's equal TensorFlow's: tests/test_predict.py).
-  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
-  predict.run(predict.PredictOptions(model=str(out), input_file=files["test"],
-                                     output_file=str(tmp_path / "answers.jsonl"),
-                                     id_column="id", progress=False))
-  got = read_predictions(tmp_path / "answers.jsonl")
-  assert [(g["index"], g["id"], g["labels"]) for g in got] == [
-      (p["index"], p["id"], p["labels"]) for p in predicted]
-  assert_close([[g["probabilities"][t] for t in TOPICS] for g in got],
-               [[p["probabilities"][t] for t in TOPICS] for p in predicted], 1e-5)
-  # The serving export: raw text in, sigmoids and the labels over the threshold out.
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-  serving = tf.saved_model.load(str(out / "serving"))
-  served = serving.signatures["serving_default"](
-      sentence1=tf.constant([r["text"] for r in test_rows[:8]]))
-  np.testing.assert_allclose(served["probabilities"].numpy(),
-                             [[p["probabilities"][t] for t in sorted(TOPICS)]
-                              for p in predicted[:8]], atol=1e-5)
-  assert [[s.decode() for s in row if s] for row in served["labels"].numpy()] == [
-      p["labels"] for p in predicted[:8]]
-  # Hugging Face: config.json says the problem and names the labels (transformers'
-  # pipeline then applies sigmoids itself), and the directory reads back as the same model.
-  from albert_tf import build_hf_model  # pylint: disable=import-outside-toplevel
-  from albert_tf.commands import convert  # pylint: disable=import-outside-toplevel
-  convert.run(convert.ConvertOptions(model=str(out), output_format="hf",
-                                     output_dir=str(tmp_path / "hf")))
-  config = json.loads((tmp_path / "hf" / "config.json").read_text())
-  assert config["problem_type"] == problems.MULTI and config["architectures"] == [
-      "AlbertForSequenceClassification"]
-  assert [config["id2label"][str(i)] for i in range(4)] == sorted(TOPICS)
-  written, _ = build_hf_model(str(tmp_path / "hf"))
-  ids = np.asarray([[2, 10, 11, 3]], np.int32)
-  inputs = dict(input_word_ids=ids, input_mask=np.ones_like(ids), input_type_ids=np.zeros_like(ids))
-  assert_close(written(inputs).numpy(), runs.Run.read(str(out)).model()(inputs).numpy(), 1e-6)
-  # KerasHub: an AlbertTextClassifier with sigmoid outputs, the problem and the labels in
-  # metadata.json; albert_tf reads them back.
-  import keras_hub  # pylint: disable=import-outside-toplevel
-  from albert_tf import sources  # pylint: disable=import-outside-toplevel
-  convert.run(convert.ConvertOptions(model=str(out), output_format="keras_hub",
-                                     output_dir=str(tmp_path / "preset")))
-  metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
-  assert (metadata["problem_type"], metadata["labels"]) == (problems.MULTI, sorted(TOPICS))
-  task = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"),
-                                                           preprocessor=None)
-  theirs = np.asarray(task(dict(token_ids=ids, padding_mask=np.ones_like(ids),
-                                segment_ids=np.zeros_like(ids))))
-  ours = runs.Run.read(str(out)).model()(inputs).numpy()
-  assert_close(theirs, 1 / (1 + np.exp(-ours)), 1e-5)
-  back = sources.read(str(tmp_path / "preset"))
-  assert (back.problem_type, back.labels) == (problems.MULTI, sorted(TOPICS))
-  # TFLite: raw text in, each label's sigmoid out (float32 weights: within 1e-4).
-  from albert_tf.commands import export_tflite  # pylint: disable=import-outside-toplevel
-  from test_tflite import litert  # pylint: disable=import-outside-toplevel
-  export_tflite.run(export_tflite.TFLiteOptions(model=str(out), quantization="none",
-                                                output_file=str(tmp_path / "topics.tflite")))
-  runner = litert((tmp_path / "topics.tflite").read_bytes()).get_signature_runner()
-  lite = np.concatenate([runner(sentence=np.array([r["text"].encode()], dtype=object))[
-      "probabilities"] for r in test_rows[:4]])
-  np.testing.assert_allclose(lite, [[p["probabilities"][t] for t in sorted(TOPICS)]
-                                    for p in predicted[:4]], atol=1e-4)
+  # Every door (predict.py, Beam, the serving export, TFLite, Hugging Face, KerasHub, TF-Hub)
+  # against --do_predict: tests/test_doors.py.
   # A rerun that only predicts reads the problem and the labels from the run.
   again = classification.run(own_options(model, out, do_train=False, do_eval=False,
                                          train_file=None, dev_file=None,

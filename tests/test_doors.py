@@ -1,0 +1,235 @@
+"""One model, one answer through every door: a classifier run's --do_predict answers, and
+the same texts through predict.py (TensorFlow, ONNX Runtime), Beam, the serving SavedModel,
+TFLite, a KerasHub preset, the TF-Hub preprocessor + encoder recipe and the Hugging Face
+export's tokenizer.json, for each problem of your own files: single-label sentence pairs,
+multi-label, regression. (transformers' pipeline on the same export: tests/test_peers.py.)
+
+Each door is compared with the answers `run_classifier.py --do_predict` wrote: labels
+exactly, probabilities and scores within 1e-5 (TFLite float32: 1e-4); the doors that show
+their token ids (tokenizer.json, the TF-Hub preprocessor, KerasHub's preprocessor) are
+compared id for id, so that a model that ignored its input could not hide a tokenizer's
+difference. The texts are realistic and tricky: hyphens, parentheses, decimals, quotes,
+`''`, digits with commas, capitals, accents, CJK, a very long and an empty text.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import runs
+from albert_tf.text.packing import pack_inputs
+from common import assert_close
+
+SEQ = 48
+CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+           num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ)
+TEXTS = [
+    "Well-known USB-C charger (65 W) for laptops, 2,500 units in stock",
+    "Café-style ``espresso'' machine: 15 bar pump, 1.5 L tank",
+    "Ångström-grade lens cap (52 mm) — fits Nikon D3500 & D5600",
+    "''Heavy-duty'' drill driver, 18 V; 1,250 rpm and a 3.0 Ah battery",
+    "中文说明书 included, with a 日本語 quick-start guide",
+    "ÉLAN kids' bike: 16\" wheels, 7-speed (re)designed frame",
+    "",
+    "Numbers: 1,000,000 parts, 12, 34 and 99, NOT 12.5",
+    "naïve façade paint — £29.99 / €34,50 per 2.5 L can",
+    " ".join(["Stainless-steel kettle (1.7 L), auto shut-off, 2,200 W."] * 12),
+]
+LABELS = {"single": ["match", "no_match"], "multi": ["home", "kitchen", "tools", "travel"],
+          "regression": []}
+
+
+def _rows(problem):
+  """Training rows (a few, for the run's record) and the test rows of `problem`."""
+  rng = np.random.default_rng(0)
+  rows = []
+  for i, text in enumerate(TEXTS * 2):
+    row = dict(id=f"r{i}", text=text)
+    if problem == "single":
+      row["second"] = TEXTS[(i + 3) % len(TEXTS)]
+      row["label"] = LABELS["single"][i % 2]
+    elif problem == "multi":
+      row["label"] = [t for t in LABELS["multi"] if rng.random() < 0.4] or ["home"]
+    else:
+      row["label"] = float(np.round(rng.random() * 5, 2))
+    rows.append(row)
+  return rows
+
+
+def _write(path, rows):
+  with open(path, "w", encoding="utf-8") as f:
+    for r in rows:
+      f.write(json.dumps(r, ensure_ascii=False) + "\n")
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def start(tmp_path_factory, spm_model):
+  """A random pretrained model (a released directory's files) to fine-tune from."""
+  import tf_keras as keras  # pylint: disable=import-outside-toplevel
+  from albert_tf import AlbertConfig, AlbertPretrainer, save_original_checkpoint  # pylint: disable=import-outside-toplevel
+  root = tmp_path_factory.mktemp("doors")
+  keras.utils.set_random_seed(3)
+  AlbertConfig.from_dict(CFG).to_json_file(str(root / "albert_config.json"))
+  init = save_original_checkpoint(AlbertPretrainer(CFG), str(root / "model.ckpt-best"))
+  return dict(config=str(root / "albert_config.json"), init=init, spm=spm_model)
+
+
+def _answers(path):
+  return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+def _values(answer, problem):
+  """(what must be equal, what must be close) of one answer."""
+  if problem == "regression":
+    return None, [answer["score"]]
+  exact = answer["labels"] if problem == "multi" else answer["label"]
+  return exact, [answer["probabilities"][k] for k in LABELS[problem]]
+
+
+def _agree(door, want, got, problem, tolerance=1e-5):
+  assert len(got) == len(want), door
+  exact = [_values(a, problem)[0] for a in want]
+  assert [_values(a, problem)[0] for a in got] == exact, door
+  assert_close(np.array([_values(a, problem)[1] for a in got]),
+               np.array([_values(a, problem)[1] for a in want]), tolerance)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["single", "multi", "regression"])
+def test_every_door_answers_as_do_predict(problem, start, tmp_path):
+  from albert_tf.commands import convert, export_tf_hub, export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  rows = _rows(problem)
+  train = _write(tmp_path / "train.jsonl", rows)
+  test = _write(tmp_path / "test.jsonl", [{k: v for k, v in r.items() if k != "label"}
+                                          for r in rows[:len(TEXTS)]])
+  run = tmp_path / "run"
+  classification.run(classification.ClassifierOptions(
+      train_file=train, test_file=test, id_column="id", output_dir=str(run),
+      text_columns="text,second" if problem == "single" else "text",
+      problem_type={"single": "auto", "multi": "auto", "regression": "regression"}[problem],
+      albert_config_file=start["config"], init_checkpoint=start["init"],
+      spm_model_file=start["spm"], max_seq_length=SEQ, train_batch_size=8, train_step=2,
+      warmup_step=0, learning_rate=1e-3, save_checkpoints_steps=2, do_train=True,
+      do_predict=True, progress=False, seed=0))
+  want = _answers(run / "test_predictions.jsonl")
+  assert [a["id"] for a in want] == [r["id"] for r in rows[:len(TEXTS)]]
+  fields = [[r["text"]] + ([r["second"]] if problem == "single" else [])
+            for r in rows[:len(TEXTS)]]
+  record = runs.Run.read(str(run))
+  tokenizer = record.tokenizer()
+
+  # predict.py, TensorFlow and ONNX Runtime, and on Apache Beam (no repeated flags).
+  for runtime in ("tensorflow", "onnxruntime"):
+    out = tmp_path / f"predict_{runtime}.jsonl"
+    predict.run(predict.PredictOptions(model=str(run), input_file=test, output_file=str(out),
+                                       id_column="id", runtime=runtime, progress=False))
+    _agree(f"predict.py --runtime={runtime}", want, _answers(out), problem)
+  predict.run(predict.PredictOptions(model=str(run), input_file=test, id_column="id",
+                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
+                                     runner="DirectRunner", num_shards=1, progress=False))
+  _agree("predict.py --runner=DirectRunner", want,
+         _answers(tmp_path / "beam" / "out-00000-of-00001.jsonl"), problem)
+
+  # The serving SavedModel (kept in the run by Beam's launch): raw text in.
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  from albert_tf.export.loading import export_record  # pylint: disable=import-outside-toplevel
+  signature = tf.saved_model.load(str(run / "serving")).signatures["serving_default"]
+  inputs = export_record(str(run / "serving"))["inputs"]          # sentence1 (, sentence2)
+  served = signature(**{n: tf.constant([f[i] for f in fields]) for i, n in enumerate(inputs)})
+  if problem == "regression":
+    got = [dict(score=float(s)) for s in served["score"].numpy()]
+  elif problem == "multi":
+    got = [dict(labels=[LABELS["multi"][j] for j in np.flatnonzero(m)],
+                probabilities=dict(zip(LABELS["multi"], map(float, p))))
+           for m, p in zip(served["label_mask"].numpy(), served["probabilities"].numpy())]
+  else:
+    got = [dict(label=LABELS["single"][int(i)], probabilities=dict(zip(LABELS["single"],
+                                                                        map(float, p))))
+           for i, p in zip(served["label_ids"].numpy(), served["probabilities"].numpy())]
+  _agree("serving SavedModel", want, got, problem)
+
+  # TFLite, float32: one example a call.
+  from test_tflite import litert  # pylint: disable=import-outside-toplevel
+  lite_file = tmp_path / "model.tflite"
+  export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
+                                                output_file=str(lite_file)))
+  runner = litert(lite_file.read_bytes()).get_signature_runner()
+  names = record.text_fields                                        # sentence, or a pair's
+  got = []
+  for f in fields:
+    out = runner(**{n: np.array([t.encode()], dtype=object) for n, t in zip(names, f)})
+    if problem == "regression":
+      got.append(dict(score=float(np.ravel(out["score"])[0])))
+    else:
+      p = np.ravel(out["probabilities"])
+      labels = LABELS[problem]
+      got.append(dict(probabilities=dict(zip(labels, map(float, p))),
+                      **({"labels": [l for l, x in zip(labels, p) if x > 0.5]}
+                         if problem == "multi" else {"label": labels[int(p.argmax())]})))
+  _agree("TFLite float32", want, got, problem, tolerance=1e-4)
+
+  # The token ids the other doors show: tokenizer.json (transformers' fast tokenizer),
+  # the TF-Hub preprocessor, KerasHub's preprocessor.
+  packed = [pack_inputs(*[tokenizer.encode(t) for t in f] + [None] * (2 - len(f)), SEQ,
+                        tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id) for f in fields]
+  ids = np.array([p["input_word_ids"] for p in packed])
+  convert.run(convert.ConvertOptions(model=str(run), output_format="hf",
+                                     output_dir=str(tmp_path / "hf")))
+  # (config.json says the problem and names the labels, so that transformers' pipeline
+  # applies the sigmoids itself; the weights read back as the run's model.)
+  from albert_tf import build_hf_model, problems, sources  # pylint: disable=import-outside-toplevel
+  config = json.loads((tmp_path / "hf" / "config.json").read_text())
+  assert config["problem_type"] == record.problem.type
+  assert [config["id2label"][str(i)] for i in range(len(LABELS[problem]))] == LABELS[problem]
+  model = record.model()
+  x = {k: tf.constant(ids[:, :16]) for k in ("input_word_ids",)}
+  x.update(input_mask=tf.ones_like(x["input_word_ids"]),
+           input_type_ids=tf.zeros_like(x["input_word_ids"]))
+  assert_close(build_hf_model(str(tmp_path / "hf"))[0](x).numpy(), model(x).numpy(), 1e-6)
+  import tokenizers  # pylint: disable=import-outside-toplevel
+  fast = tokenizers.Tokenizer.from_file(str(tmp_path / "hf" / "tokenizer.json"))
+  fast.enable_padding(length=SEQ, pad_id=tokenizer.pad_id)
+  fast.enable_truncation(SEQ)
+  for f, want_ids in zip(fields, ids):
+    if all(f):   # (transformers packs an empty second text as no pair: tests/test_peers.py)
+      assert fast.encode(*f).ids == list(want_ids) or sum(len(tokenizer.encode(t)) for t in f) \
+          > SEQ - 3, f          # (and truncates pairs its own way: docs/huggingface.md)
+  hub_dir = tmp_path / "hub"
+  export_tf_hub.export_from_sources(str(hub_dir / "encoder"), str(hub_dir / "preprocessor"),
+                                    albert_directory=str(run))
+  preprocessor = tf.saved_model.load(str(hub_dir / "preprocessor"))
+  segments = [preprocessor.tokenize(tf.constant([f[i] for f in fields]))
+              for i in range(len(names))]
+  hub_inputs = preprocessor.bert_pack_inputs(segments, seq_length=tf.constant(SEQ))
+  assert np.array_equal(hub_inputs["input_word_ids"].numpy(), ids)
+  pooled = tf.saved_model.load(str(hub_dir / "encoder"))(hub_inputs)["pooled_output"]
+  logits = model.classifier(pooled, training=False).numpy()                     # [N, C]
+  got = [record.problem.answer(row, 0.5) for row in logits]
+  _agree("TF-Hub preprocessor + encoder", want, got, problem)
+
+  # KerasHub: the preset's own preprocessor and classifier on raw text.
+  import keras_hub  # pylint: disable=import-outside-toplevel
+  convert.run(convert.ConvertOptions(model=str(run), output_format="keras_hub",
+                                     output_dir=str(tmp_path / "preset")))
+  task = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"))
+  metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
+  back = sources.read(str(tmp_path / "preset"))   # the problem and the labels read back
+  assert back.problem_type == record.problem.type
+  assert problem == "regression" or back.labels == LABELS[problem]
+  if problem == "multi":
+    assert (metadata["problem_type"], metadata["labels"]) == (problems.MULTI, LABELS["multi"])
+  columns = tuple(np.array([f[i] for f in fields]) for i in range(len(names)))
+  x = task.preprocessor(x=columns if len(columns) > 1 else columns[0])
+  assert np.array_equal(np.asarray(x["token_ids"]), ids)
+  outputs = np.asarray(task(x, training=False))    # (predict() would preprocess x again)
+  if problem == "regression":
+    got = [dict(score=float(s)) for s in outputs[:, 0]]
+  elif problem == "multi":   # (the preset's activation is the sigmoid)
+    got = [record.problem.answer(np.log(p / (1 - p)), 0.5) for p in outputs]
+  else:
+    got = [record.problem.answer(row, 0.5) for row in outputs]
+  _agree("KerasHub AlbertTextClassifier", want, got, problem)
