@@ -1,7 +1,7 @@
 """One model, one answer through every door: a classifier run's --do_predict answers, and
 the same texts through predict.py (TensorFlow, ONNX Runtime), Beam, the serving SavedModel,
-TFLite, a KerasHub preset, the TF-Hub preprocessor + encoder recipe and the Hugging Face
-export's tokenizer.json, for each problem of your own files: single-label sentence pairs,
+TFLite, a KerasHub preset, the TF-Hub preprocessor + encoder recipe (in Keras 2 and in
+Keras 3) and the Hugging Face export (its weights, and its tokenizer.json's ids), for each problem of your own files: single-label sentence pairs,
 multi-label, regression. (transformers' pipeline on the same export: tests/test_peers.py.)
 
 Each door is compared with the answers `run_classifier.py --do_predict` wrote: labels
@@ -210,6 +210,15 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   logits = model.classifier(pooled, training=False).numpy()                     # [N, C]
   got = [record.problem.answer(row, 0.5) for row in logits]
   _agree("TF-Hub preprocessor + encoder", want, got, problem)
+  # The same two SavedModels in Keras 3 (the README's recipe).
+  from albert_tf.export.keras3 import AlbertEncoderLayer, AlbertPreprocessorLayer  # pylint: disable=import-outside-toplevel
+  keras3_inputs = AlbertPreprocessorLayer(str(hub_dir / "preprocessor"), seq_length=SEQ)(
+      [tf.constant([f[i] for f in fields]) for i in range(len(names))])
+  assert np.array_equal(np.asarray(keras3_inputs["input_word_ids"]), ids)
+  pooled = AlbertEncoderLayer(str(hub_dir / "encoder"))(keras3_inputs)["pooled_output"]
+  logits = model.classifier(tf.constant(np.asarray(pooled)), training=False).numpy()
+  got = [record.problem.answer(row, 0.5) for row in logits]
+  _agree("Keras 3 recipe", want, got, problem)
 
   # KerasHub: the preset's own preprocessor and classifier on raw text.
   import keras_hub  # pylint: disable=import-outside-toplevel
