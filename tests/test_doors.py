@@ -23,8 +23,11 @@ from albert_tf.text.packing import pack_inputs
 from common import assert_close
 
 SEQ = 48
+# Weights drawn wide (initializer_range 0.5, not 0.02): a model whose answers move with
+# its input, so that the doors' agreement says something.
 CFG = dict(vocab_size=1500, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-           num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ)
+           num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ,
+           initializer_range=0.5)
 TEXTS = [
     "Well-known USB-C charger (65 W) for laptops, 2,500 units in stock",
     "Café-style ``espresso'' machine: 15 bar pump, 1.5 L tank",
@@ -93,8 +96,11 @@ def _agree(door, want, got, problem, tolerance=1e-5):
   assert len(got) == len(want), door
   exact = [_values(a, problem)[0] for a in want]
   assert [_values(a, problem)[0] for a in got] == exact, door
-  assert_close(np.array([_values(a, problem)[1] for a in got]),
-               np.array([_values(a, problem)[1] for a in want]), tolerance)
+  values = np.array([_values(a, problem)[1] for a in got])
+  wanted = np.array([_values(a, problem)[1] for a in want])
+  assert_close(values, wanted, tolerance)
+  print(f"  {problem:10s} {door:34s} {len(got)}/{len(want)} answers the same, largest "
+        f"difference {np.abs(values - wanted).max():.1e}")
 
 
 @pytest.mark.slow
@@ -116,6 +122,11 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
       warmup_step=0, learning_rate=1e-3, save_checkpoints_steps=2, do_train=True,
       do_predict=True, progress=False, seed=0))
   want = _answers(run / "test_predictions.jsonl")
+  # The texts' answers differ from each other by far more than the tolerances, so a door
+  # that read other ids than the run's would show.
+  spread = np.ptp(np.array([_values(a, problem)[1] for a in want]), axis=0).max()
+  print(f"  {problem:10s} spread of the answers over the texts: {spread:.1e}")
+  assert spread > 1e-3, spread
   assert [a["id"] for a in want] == [r["id"] for r in rows[:len(TEXTS)]]
   fields = [[r["text"]] + ([r["second"]] if problem == "single" else [])
             for r in rows[:len(TEXTS)]]
