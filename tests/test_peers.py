@@ -416,7 +416,8 @@ def test_multi_label_fine_tuning_learns_as_transformers_does_and_its_export_read
   schedule, at three seeds: the mean dev micro-F1 agree within what the seeds spread.
   Then the first run, converted by convert_checkpoint.py --output_format=hf: transformers'
   logits within 1e-5 of the run's, and its pipeline("text-classification", top_k=None)
-  gives the label sets of test_predictions.jsonl on the whole test file."""
+  (with its default tokenizer) gives the label sets of test_predictions.jsonl on the whole
+  test file, whose texts are as real ones are written."""
   import json  # pylint: disable=g-import-not-at-top
   from albert_tf import runs  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks import classification  # pylint: disable=g-import-not-at-top
@@ -428,6 +429,13 @@ def test_multi_label_fine_tuning_learns_as_transformers_does_and_its_export_read
   labels = sorted(TOPICS)
   rng = np.random.default_rng(0)
   rows = {split: topic_rows(n, rng) for split, n in (("train", 800), ("dev", 200), ("test", 60))}
+  # The test file as real files are: capitals, hyphens, parentheses, quotes, decimals,
+  # digit commas, accents (the labels the run predicts for them are what counts).
+  decorations = ["{} (v{}.5)", "``{}'' – {} units", "{}: 1,2{} pieces, ÉLAN-made",
+                 "NEW! {} — café edition {}", "{}; naïve (re)design, ''v{}''"]
+  for i, r in enumerate(rows["test"]):
+    r["text"] = decorations[i % 5].format(r["text"].upper() if i % 3 == 0 else
+                                          r["text"].capitalize(), i % 10)
   files = {split: jsonl(tmp_path / f"{split}.jsonl", r) for split, r in rows.items()}
   truth = np.array([[t in r["label"] for t in labels] for r in rows["dev"]])
   results = {"albert_tf": [], "transformers": []}
@@ -475,11 +483,30 @@ def test_multi_label_fine_tuning_learns_as_transformers_does_and_its_export_read
                       "input_type_ids": np.zeros_like(test["input_ids"].numpy(), np.int32)},
                      training=False).numpy()
   _compare(dict(logits=ours), dict(logits=theirs), "multi-label run -> AlbertForSequenceClassification")
+  # (truncation=True: cut at the run's own length, the export's model_max_length)
   classify = transformers.pipeline("text-classification", model=str(tmp_path / "hf"), top_k=None)
+  assert classify.tokenizer.model_max_length == TOPIC_SEQ
   found = [sorted(s["label"] for s in scores if s["score"] > 0.5)
-           for scores in classify([r["text"] for r in rows["test"]])]
+           for scores in classify([r["text"] for r in rows["test"]], truncation=True)]
   predicted = [json.loads(line)["labels"]
                for line in open(tmp_path / "run0" / "test_predictions.jsonl", encoding="utf-8")]
   assert found == predicted
   print(f"  pipeline(top_k=None): the label sets of test_predictions.jsonl on all {len(found)} "
         "test rows")
+
+
+def test_auto_tokenizer_on_a_wordpiece_export_gives_albert_tf_s_ids(tmp_path):
+  """The Chinese releases' vocab_chinese.txt, exported: transformers' default tokenizer
+  (BERT's, reading the export's tokenizer.json) gives albert_tf's ids on every text."""
+  from albert_tf.text.huggingface import save_hf_tokenizer  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
+  from common import CORPUS, write_wordpiece_vocab  # pylint: disable=g-import-not-at-top
+  texts = CORPUS + ["2008年北京奥运会, Michael Phelps!", "ＡＢＣ１２３。「引用」"]
+  write_wordpiece_vocab(tmp_path / "vocab.txt", texts)
+  albert = FullTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
+  save_hf_tokenizer(albert, str(tmp_path / "hf"))
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+  for text in texts:
+    assert tokenizer(text, add_special_tokens=False)["input_ids"] == albert.encode(text), text
+  print(f"  transformers' {type(tokenizer).__name__} on a WordPiece export: albert_tf's ids "
+        f"on all {len(texts)} texts")

@@ -57,8 +57,9 @@ def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
         classifier_dropout_prob=source.classifier_dropout_prob,
         special_ids=_special_ids(source.tokenizer), skip=source.fresh)
     if source.tokenizer is not None:
-      save_hf_tokenizer(source.tokenizer, tmp,
-                        model_max_length=source.config.max_position_embeddings)
+      # A run's own length: transformers' truncation=True then cuts where the run does.
+      save_hf_tokenizer(source.tokenizer, tmp, model_max_length=(
+          source.max_seq_length or source.config.max_position_embeddings))
     files = sorted(os.listdir(tmp))
   return dict(architecture=huggingface.architecture_of(source.model, source.fresh),
               files=files, left_out=left_out)
