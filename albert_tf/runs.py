@@ -240,7 +240,8 @@ KINDS = {
                         command=("albert_tf.tasks.pretraining", "PretrainingOptions",
                                  "ORIGINAL_FLAGS")),
 }
-# The kinds whose runs answer new text (predict.py, the Predictor, Beam).
+
+
 def answering() -> List[str]:
   """The kinds that answer new text (`albert_tf.predictor`): all but pretraining."""
   return [name for name, kind in KINDS.items() if kind.fields != ()]
