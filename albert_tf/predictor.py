@@ -337,8 +337,11 @@ class Tagging(Answers):
 
   def of_export(self, cls, path, record, settings, load_model):
     loaded = _load_export(path) if load_model else None
+    # (A closure over the loaded object keeps its variables alive: its restored __call__
+    # alone does not, and once the object was collected every call failed.)
+    strings = (lambda texts: loaded(texts)) if loaded is not None else None
     return cls("token_classification", ["text"], _export_tokenizer(path), runs.Settings(),
-               settings, path, strings=loaded.__call__ if loaded is not None else None)
+               settings, path, strings=strings)
 
   def answer(self, p, rows, progress):
     sentences = [r[0] for r in rows]

@@ -253,3 +253,176 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   else:
     got = [record.problem.answer(row, 0.5) for row in outputs]
   _agree("KerasHub AlbertTextClassifier", want, got, problem)
+
+
+QUESTIONS = ["What is the price?", "How many units are there?", "Who made it (and where)?",
+             "Is it ``heavy-duty''?"]
+
+
+def _race_files(data_dir):
+  """RACE's layout: a generated training split, and a test split of the realistic texts,
+  each an article with two questions and four options."""
+  import os  # pylint: disable=import-outside-toplevel
+  from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
+  sample_corpus.write_race_task(str(data_dir), sizes=(("train", 8), ("dev", 2)))
+  options = [["£29.99", "1,250 rpm", "ÉLAN", "65 W"], ["2,500", "12, 34", "v3.5", "1.5 L"]]
+  for n, article in enumerate(t for t in TEXTS if t):
+    level = ("middle", "high")[n % 2]
+    directory = os.path.join(data_dir, "RACE", "test", level)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{n}.txt"), "w", encoding="utf-8") as f:
+      json.dump(dict(article=article, questions=QUESTIONS[n % 2::2], options=options,
+                     answers=["A", "B"], id=f"{level}{n}.txt"), f, ensure_ascii=False)
+
+
+def _squad_files(tmp_path):
+  """A generated SQuAD v1.1 training file, and a predict file of the realistic texts
+  as contexts, each with the questions above."""
+  from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
+  train = sample_corpus.write_squad_task(str(tmp_path / "train.json"), 40, filler_sentences=1)
+  paragraphs = [dict(context=t, qas=[dict(id=f"q{n}_{k}", question=q)
+                                     for k, q in enumerate(QUESTIONS)])
+                for n, t in enumerate(TEXTS) if t]
+  predict = tmp_path / "predict.json"
+  predict.write_text(json.dumps(dict(version="1.1", data=[dict(title="doors",
+                                                               paragraphs=paragraphs)]),
+                                ensure_ascii=False), encoding="utf-8")
+  return train, str(predict)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["squad", "race"])
+def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, start, tmp_path):
+  """SQuAD v1.1 (answers: the span's text and characters) and RACE (the choice and its
+  probabilities), on the realistic texts as contexts and articles: predict.py with
+  TensorFlow and ONNX Runtime and Beam give --do_predict's answers."""
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  run = tmp_path / "run"
+  model_flags = dict(albert_config_file=start["config"], init_checkpoint=start["init"],
+                     spm_model_file=start["spm"], output_dir=str(run), progress=False)
+  if kind == "squad":
+    from albert_tf.tasks import question_answering  # pylint: disable=import-outside-toplevel
+    train, predict_file = _squad_files(tmp_path)
+    question_answering.run(question_answering.SquadOptions(
+        train_file=train, predict_file=predict_file, max_seq_length=SEQ, doc_stride=16,
+        max_query_length=12, do_train=True, do_predict=True, train_batch_size=16,
+        num_train_epochs=1, save_checkpoints_steps=100, **model_flags))
+    with open(run / "predictions.json", encoding="utf-8") as f:
+      predicted = json.load(f)
+    data = json.loads(open(predict_file, encoding="utf-8").read())["data"][0]["paragraphs"]
+    rows = [dict(id=qa["id"], question=qa["question"], context=p["context"])
+            for p in data for qa in p["qas"]]
+    want = [predicted[r["id"]] for r in rows]
+    assert len(set(want)) > len(rows) // 3, want      # answers that move with the text
+  else:
+    from albert_tf.data import race  # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks import multiple_choice  # pylint: disable=import-outside-toplevel
+    _race_files(tmp_path / "race")
+    multiple_choice.run(multiple_choice.RaceOptions(
+        data_dir=str(tmp_path / "race"), max_seq_length=SEQ, max_qa_length=16,
+        do_train=True, do_predict=True, train_batch_size=8, train_step=2, warmup_step=0,
+        save_checkpoints_steps=2, **model_flags))
+    written = _answers(run / "test_predictions.jsonl")
+    examples = race.read_examples(str(tmp_path / "race"), "test")
+    rows = [dict(id=e.qas_id, article=e.article, question=e.question, options=e.options)
+            for e in examples]
+    assert [w["id"] for w in written] == [r["id"] for r in rows]
+    want = [dict(choice=w["choice"], probabilities=w["probabilities"]) for w in written]
+    spread = np.ptp(np.array([w["probabilities"] for w in want]), axis=0).max()
+    assert spread > 1e-3, spread                 # answers that move with the text
+  source = _write(tmp_path / "rows.jsonl", rows)
+  doors = {}
+  for runtime in ("tensorflow", "onnxruntime"):
+    out = tmp_path / f"{runtime}.jsonl"
+    predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
+                                       id_column="id", runtime=runtime, progress=False))
+    doors[f"predict.py --runtime={runtime}"] = _answers(out)
+  predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
+                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
+                                     runner="DirectRunner", num_shards=1, progress=False))
+  doors["predict.py --runner=DirectRunner"] = _answers(
+      tmp_path / "beam" / "out-00000-of-00001.jsonl")
+  for door, got in doors.items():
+    assert [g["id"] for g in got] == [r["id"] for r in rows], door
+    if kind == "squad":
+      assert [g["answer"] for g in got] == want, door
+      for g, r in zip(got, rows):      # each answer is the context's own characters
+        assert g["answer"] == "" or r["context"][g["start"]:g["end"]] == g["answer"], door
+    else:
+      assert [g["choice"] for g in got] == [w["choice"] for w in want], door
+      assert_close([g["probabilities"] for g in got], [w["probabilities"] for w in want], 1e-5)
+    print(f"  {kind:10s} {door:34s} {len(got)}/{len(rows)} answers the same")
+
+
+@pytest.mark.slow
+def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
+  """run_ner.py: the realistic texts, split into words as the tagger splits them, as a
+  CoNLL test file; --do_predict's tags are the serving export's, and the entities of
+  predict.py (locally and on Beam) are the serving export's, in the text's characters;
+  TFLite's tags at each word's first piece are --do_predict's."""
+  from albert_tf.commands import predict, predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.data import ner  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
+  from common import write_conll  # pylint: disable=import-outside-toplevel
+  from test_ner import check_lite_tags, check_served_entities  # pylint: disable=import-outside-toplevel
+  data = write_conll(str(tmp_path / "conll"), sizes=(("train", 40), ("dev", 8), ("test", 4)))
+  run = tmp_path / "run"
+  flags = dict(data_dir=data, output_dir=str(run), albert_config_file=start["config"],
+               init_checkpoint=start["init"], spm_model_file=start["spm"],
+               max_seq_length=SEQ, doc_stride=16, train_batch_size=8, train_step=2,
+               warmup_step=0, save_checkpoints_steps=2, progress=False)
+  token_classification.run(token_classification.NerOptions(
+      do_train=True, do_eval=False, do_predict=False, **flags))
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  serve = tf.saved_model.load(predict_beam.serving_model(str(run))).signatures[
+      "serving_default"]
+  texts = [t for t in TEXTS if t]
+  served = {k: v.numpy() for k, v in serve(sentences=tf.constant(texts)).items()}
+  words = [[w.decode() for w in served["words"][i][:served["num_words"][i]]]
+           for i in range(len(texts))]
+  with open(f"{data}/test.txt", "w", encoding="utf-8") as f:
+    f.write("".join("".join(f"{w} _ _ O\n" for w in sentence) + "\n" for sentence in words))
+  token_classification.run(token_classification.NerOptions(
+      do_train=False, do_eval=False, do_predict=True, **flags))
+  lines = (run / "test_predictions.txt").read_text(encoding="utf-8").split("\n")
+  predicted, sentence = [], []
+  for line in lines:
+    if line.strip():
+      sentence.append(line.split()[-1])
+    elif sentence:
+      predicted.append(sentence)
+      sentence = []
+  assert len(predicted) == len(texts)
+  assert sum(t != "O" for s in predicted for t in s) > 5       # tags that move with the text
+  for i, tags in enumerate(predicted):
+    assert [t.decode() for t in served["tags"][i][:len(tags)]] == tags, texts[i]
+  scheme = runs.Run.read(str(run)).settings.tag_scheme
+  check_served_entities(serve, words, predicted, " ", scheme)
+  entities = [[dict(type=served["entity_types"][i][e].decode(),
+                    text=served["entity_texts"][i][e].decode(),
+                    start=int(served["entity_starts"][i][e]), end=int(served["entity_ends"][i][e]))
+               for e in range(served["num_entities"][i])] for i in range(len(texts))]
+  assert [[(x["type"], texts[i][x["start"]:x["end"]]) for x in found]
+          for i, found in enumerate(entities)] == [
+      [(x["type"], x["text"]) for x in found] for found in entities]
+  source = _write(tmp_path / "rows.jsonl", [dict(id=f"r{i}", text=t) for i, t in enumerate(texts)])
+  doors = {}
+  out = tmp_path / "local.jsonl"
+  predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
+                                     id_column="id", progress=False))
+  doors["predict.py"] = _answers(out)
+  predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
+                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
+                                     runner="DirectRunner", num_shards=1, progress=False))
+  doors["predict.py --runner=DirectRunner"] = _answers(
+      tmp_path / "beam" / "out-00000-of-00001.jsonl")
+  for door, got in doors.items():
+    assert [g["entities"] for g in got] == entities, door
+    print(f"  {'NER':10s} {door:34s} {len(got)}/{len(texts)} answers the same")
+  # TFLite tags one window (no windows on device): the sentences that fit in one.
+  tokenizer = runs.Run.read(str(run)).tokenizer()
+  fits = [i for i, w in enumerate(words)
+          if sum(map(len, ner.word_pieces(tokenizer, w))) + 2 <= SEQ]
+  assert len(fits) >= 3
+  check_lite_tags(run, tmp_path / "ner.tflite", [words[i] for i in fits],
+                  [predicted[i] for i in fits], SEQ)
