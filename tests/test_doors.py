@@ -103,10 +103,28 @@ def _agree(door, want, got, problem, tolerance=1e-5):
         f"difference {np.abs(values - wanted).max():.1e}")
 
 
+def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime")):
+  """{door: answers} of predict.py on `source` with each runtime, and on Beam's
+  DirectRunner (no flag of the run repeated)."""
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  doors = {}
+  for runtime in runtimes:
+    out = tmp_path / f"predict_{runtime}.jsonl"
+    predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
+                                       id_column="id", runtime=runtime, progress=False))
+    doors[f"predict.py --runtime={runtime}"] = _answers(out)
+  predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
+                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
+                                     runner="DirectRunner", num_shards=1, progress=False))
+  doors["predict.py --runner=DirectRunner"] = _answers(
+      tmp_path / "beam" / "out-00000-of-00001.jsonl")
+  return doors
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", ["single", "multi", "regression"])
 def test_every_door_answers_as_do_predict(problem, start, tmp_path):
-  from albert_tf.commands import convert, export_tf_hub, export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import convert, export_tf_hub, export_tflite  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
   rows = _rows(problem)
   train = _write(tmp_path / "train.jsonl", rows)
@@ -134,16 +152,8 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   tokenizer = record.tokenizer()
 
   # predict.py, TensorFlow and ONNX Runtime, and on Apache Beam (no repeated flags).
-  for runtime in ("tensorflow", "onnxruntime"):
-    out = tmp_path / f"predict_{runtime}.jsonl"
-    predict.run(predict.PredictOptions(model=str(run), input_file=test, output_file=str(out),
-                                       id_column="id", runtime=runtime, progress=False))
-    _agree(f"predict.py --runtime={runtime}", want, _answers(out), problem)
-  predict.run(predict.PredictOptions(model=str(run), input_file=test, id_column="id",
-                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
-                                     runner="DirectRunner", num_shards=1, progress=False))
-  _agree("predict.py --runner=DirectRunner", want,
-         _answers(tmp_path / "beam" / "out-00000-of-00001.jsonl"), problem)
+  for door, got in _predict_doors(run, test, tmp_path).items():
+    _agree(door, want, got, problem)
 
   # The serving SavedModel (kept in the run by Beam's launch): raw text in.
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
@@ -296,7 +306,6 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
   """SQuAD v1.1 (answers: the span's text and characters) and RACE (the choice and its
   probabilities), on the realistic texts as contexts and articles: predict.py with
   TensorFlow and ONNX Runtime and Beam give --do_predict's answers."""
-  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
   run = tmp_path / "run"
   model_flags = dict(albert_config_file=start["config"], init_checkpoint=start["init"],
                      spm_model_file=start["spm"], output_dir=str(run), progress=False)
@@ -331,18 +340,7 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
     spread = np.ptp(np.array([w["probabilities"] for w in want]), axis=0).max()
     assert spread > 1e-3, spread                 # answers that move with the text
   source = _write(tmp_path / "rows.jsonl", rows)
-  doors = {}
-  for runtime in ("tensorflow", "onnxruntime"):
-    out = tmp_path / f"{runtime}.jsonl"
-    predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
-                                       id_column="id", runtime=runtime, progress=False))
-    doors[f"predict.py --runtime={runtime}"] = _answers(out)
-  predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
-                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
-                                     runner="DirectRunner", num_shards=1, progress=False))
-  doors["predict.py --runner=DirectRunner"] = _answers(
-      tmp_path / "beam" / "out-00000-of-00001.jsonl")
-  for door, got in doors.items():
+  for door, got in _predict_doors(run, source, tmp_path).items():
     assert [g["id"] for g in got] == [r["id"] for r in rows], door
     if kind == "squad":
       assert [g["answer"] for g in got] == want, door
@@ -360,7 +358,7 @@ def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
   CoNLL test file; --do_predict's tags are the serving export's, and the entities of
   predict.py (locally and on Beam) are the serving export's, in the text's characters;
   TFLite's tags at each word's first piece are --do_predict's."""
-  from albert_tf.commands import predict, predict_beam  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.data import ner  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
   from common import write_conll  # pylint: disable=import-outside-toplevel
@@ -406,17 +404,8 @@ def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
           for i, found in enumerate(entities)] == [
       [(x["type"], x["text"]) for x in found] for found in entities]
   source = _write(tmp_path / "rows.jsonl", [dict(id=f"r{i}", text=t) for i, t in enumerate(texts)])
-  doors = {}
-  out = tmp_path / "local.jsonl"
-  predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
-                                     id_column="id", progress=False))
-  doors["predict.py"] = _answers(out)
-  predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
-                                     output_file=str(tmp_path / "beam" / "out.jsonl"),
-                                     runner="DirectRunner", num_shards=1, progress=False))
-  doors["predict.py --runner=DirectRunner"] = _answers(
-      tmp_path / "beam" / "out-00000-of-00001.jsonl")
-  for door, got in doors.items():
+  # (a tagger answers through its own TensorFlow graph: no ONNX Runtime door)
+  for door, got in _predict_doors(run, source, tmp_path, ("tensorflow",)).items():
     assert [g["entities"] for g in got] == entities, door
     print(f"  {'NER':10s} {door:34s} {len(got)}/{len(texts)} answers the same")
   # TFLite tags one window (no windows on device): the sentences that fit in one.
