@@ -168,10 +168,16 @@ class ClassifierRun(FinetuningTask):
 
   def evaluate(self, model) -> Dict[str, float]:
     """Dev metrics; a second dev split (MNLI's mismatched) is reported with its prefix."""
+    return self.dev_metrics(self.dev_logits(model))
+
+  def dev_logits(self, model) -> Dict[str, np.ndarray]:
+    """Each dev split's logits, computed once for its metrics and its picture."""
+    return {split: self.split_logits(model, split) for split in self.examples.dev_splits}
+
+  def dev_metrics(self, logits: Dict[str, np.ndarray]) -> Dict[str, float]:
     result = {}
-    for split in self.examples.dev_splits:
-      values = self.examples.metrics(np.asarray(self.targets[split]),
-                                     self.split_logits(model, split),
+    for split, rows in logits.items():                                  # rows: [N, C]
+      values = self.examples.metrics(np.asarray(self.targets[split]), rows,
                                      self.opts.multi_label_threshold)
       prefix = "" if split == "dev" else split[len("dev_"):] + "_"
       result.update({prefix + k: v for k, v in values.items()})
@@ -191,11 +197,11 @@ class ClassifierRun(FinetuningTask):
 
   def write_eval_results(self, model) -> Dict[str, float]:
     opts = self.opts
-    result = self.evaluate(model)
+    logits = self.dev_logits(model)
     step = self.best_step()
-    result = dict(global_step=step if step is not None else -1, **result)
+    result = dict(global_step=step if step is not None else -1, **self.dev_metrics(logits))
     if self.examples.picture:
-      self.problem.picture(np.asarray(self.targets["dev"]), self.split_logits(model, "dev"),
+      self.problem.picture(np.asarray(self.targets["dev"]), logits["dev"],
                            opts.multi_label_threshold, os.path.join(opts.output_dir, PICTURE),
                            f"dev, step {result['global_step']}")
     if "train" in self.targets:
