@@ -45,7 +45,7 @@ from albert_tf.files import atomic_open
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
 from albert_tf.progress import progress_bar
-from albert_tf.text.packing import pack_inputs
+from albert_tf.text.packing import pack_texts
 from albert_tf.text.tokenization import FullTokenizer
 
 Example = Union[str, Sequence, Dict[str, object]]
@@ -316,12 +316,7 @@ class Classifying(Answers):
         for j, r in enumerate(batch):
           out[r] = p.problem.answer_of_outputs(values[j], threshold)
       return out
-    tokenizer, seq = p.tokenizer, p.seq_length
-    packed = []
-    for values in rows:
-      ids = [tokenizer.encode(t) for t in values]
-      packed.append(pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, seq,
-                                tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id))
+    packed = [pack_texts(p.tokenizer, values, p.seq_length) for values in rows]
     logits = p.run(packed, progress)["logits"]
     return [p.problem.answer(row, threshold) for row in logits]
 

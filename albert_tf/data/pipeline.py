@@ -103,11 +103,6 @@ def file_size(path: str) -> int:
   return fs.match([path])[0].metadata_list[0].size_in_bytes
 
 
-def file_exists(path: str) -> bool:
-  fs = _file_systems()
-  return tf.io.gfile.exists(path) if fs is None else fs.exists(path)
-
-
 # ----------------------------------------------------------------------------- chunks
 
 @dataclasses.dataclass(frozen=True)

@@ -64,9 +64,7 @@ class _LiteModule(tf.Module):
     if self.raw_text:
       return {f: np.array([t.encode("utf-8")], dtype=object)
               for f, t in zip(self.text_fields, texts)}
-    ids = [self.tokenizer.encode(t) for t in texts]
-    packed = packing.pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.seq_length,
-                                 *self._ids)
+    packed = packing.pack_texts(self.tokenizer, texts, self.seq_length)
     return {k: np.array([packed[k]], dtype=np.int32) for k in INPUT_KEYS}
 
   def _serve_text(self, *texts):

@@ -28,7 +28,7 @@ from albert_tf.files import write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
 from albert_tf.tasks.classifier_data import PICTURE, Examples, examples_of
-from albert_tf.text.packing import pack_inputs
+from albert_tf.text.packing import pack_texts
 
 
 # Flags of the original run_classifier.py that are not options here.
@@ -128,10 +128,7 @@ class ClassifierRun(FinetuningTask):
   def features(self, row: own.Row, target) -> Dict[str, object]:
     """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, a pair truncated
     longest first."""
-    tokenizer = self.source.tokenizer
-    ids = [tokenizer.encode(t) for t in row.texts]
-    packed = pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, self.opts.max_seq_length,
-                         tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    packed = pack_texts(self.source.tokenizer, row.texts, self.opts.max_seq_length)
     if target is None:   # unlabelled test rows
       target = self.problem.empty_target()
     return dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],

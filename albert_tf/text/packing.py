@@ -19,6 +19,14 @@ def truncate_seq_pair(tokens_a: List, tokens_b: List, max_length: int,
       longer.pop()
 
 
+def pack_texts(tokenizer, texts: Sequence[str], max_seq_length: int) -> Dict[str, List[int]]:
+  """One example of one or two texts (a sentence pair), tokenized by `tokenizer` (a
+  FullTokenizer) and packed as `pack_inputs` packs them."""
+  ids = [tokenizer.encode(t) for t in texts]
+  return pack_inputs(ids[0], ids[1] if len(ids) > 1 else None, max_seq_length,
+                     tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+
+
 def pack_inputs(ids_a: Sequence[int], ids_b: Optional[Sequence[int]], max_seq_length: int,
                 cls_id: int, sep_id: int, pad_id: int = 0) -> Dict[str, List[int]]:
   """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, padded to `max_seq_length`.
