@@ -174,23 +174,13 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   _agree("serving SavedModel", want, got, problem)
 
   # TFLite, float32: one example a call.
-  from test_tflite import litert  # pylint: disable=import-outside-toplevel
+  from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
   lite_file = tmp_path / "model.tflite"
   export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
                                                 output_file=str(lite_file)))
-  runner = litert(lite_file.read_bytes()).get_signature_runner()
   names = record.text_fields                                        # sentence, or a pair's
-  got = []
-  for f in fields:
-    out = runner(**{n: np.array([t.encode()], dtype=object) for n, t in zip(names, f)})
-    if problem == "regression":
-      got.append(dict(score=float(np.ravel(out["score"])[0])))
-    else:
-      p = np.ravel(out["probabilities"])
-      labels = LABELS[problem]
-      got.append(dict(probabilities=dict(zip(labels, map(float, p))),
-                      **({"labels": [l for l, x in zip(labels, p) if x > 0.5]}
-                         if problem == "multi" else {"label": labels[int(p.argmax())]})))
+  got = lite_answers(lite_file, names, fields, LABELS[problem],
+                     0.5 if problem == "multi" else None)
   _agree("TFLite float32", want, got, problem, tolerance=1e-4)
 
   # The token ids the other doors show: tokenizer.json (transformers' fast tokenizer),

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import shutil
 import sys
 import unicodedata
@@ -37,6 +38,28 @@ def litert(model_content):
   return InterpreterWithCustomOps(
       custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
       model_content=model_content)
+
+
+def lite_answers(lite_file, names, fields, labels, threshold=0.5):
+  """A classifier's .tflite file's answers, a call for each example (`fields`: its texts,
+  fed to the signature's inputs `names`), as predict.py writes them: `score` without
+  `labels`; else the probabilities with `labels` over `threshold` (multi-label, given as a
+  number or one per label) or the `label`."""
+  runner = litert(pathlib.Path(lite_file).read_bytes()).get_signature_runner()
+  got = []
+  for f in fields:
+    out = runner(**{n: np.array([t.encode()], dtype=object) for n, t in zip(names, f)})
+    if not labels:
+      got.append(dict(score=float(np.ravel(out["score"])[0])))
+      continue
+    p = np.ravel(out["probabilities"])
+    if threshold is None:
+      got.append(dict(label=labels[int(p.argmax())], probabilities=dict(zip(labels, map(float, p)))))
+    else:
+      over = p > np.broadcast_to(threshold, p.shape)
+      got.append(dict(labels=[l for l, x in zip(labels, over) if x],
+                      probabilities=dict(zip(labels, map(float, p)))))
+  return got
 
 
 @pytest.fixture(scope="module")

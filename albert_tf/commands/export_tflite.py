@@ -18,7 +18,8 @@ from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_path, writing
-from albert_tf.export.tflite import QUANTIZATIONS, LiteEncoder, convert, latency_ms
+from albert_tf.export.tflite import (QUANTIZATIONS, LiteClassifier, LiteEncoder, convert,
+                                     label_agreement, latency_ms)
 
 OLD_NAMES = ("model_dir", "albert_directory", "hub_module")
 # The run kinds with a TFLite signature (`runs.Kind.lite`).
@@ -126,4 +127,24 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   size_mb = len(blob) / 2**20
   print(f"Wrote {output_file}: {size_mb:.1f} MiB; {ms:.1f} ms per example on "
         f"{opts.num_threads} thread(s) (LiteRT)")
-  return {"tflite": {"size_mb": size_mb, "latency_ms": ms}}
+  written = {"size_mb": size_mb, "latency_ms": ms}
+  if isinstance(module, LiteClassifier) and opts.quantization != "none":
+    written["agreement"] = _agreement(output_file, module, examples, run_, calibration)
+  return {"tflite": written}
+
+
+def _agreement(output_file, module, examples, run_, calibration) -> Optional[float]:
+  """A quantized classifier's labels against float32's on the calibration examples (or
+  100 of the run's training examples), printed with a warning under 0.99."""
+  if examples is None:
+    try:
+      examples = representative_examples(run_.texts(calibration), module)
+    except (ValueError, FileNotFoundError):
+      return None        # (a run that records no training data: nothing to compare on)
+  agreement = label_agreement(output_file, module, examples)
+  if agreement is not None:
+    print(f"Labels as the float32 model's on {agreement:.3f} of {len(examples)} training "
+          f"examples" + ("" if agreement >= 0.99 else
+                         " (under 0.99: --quantization=dynamic_int8 or none keep more; "
+                         "docs/on_device.md)"))
+  return agreement

