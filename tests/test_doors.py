@@ -275,44 +275,56 @@ def _race_files(data_dir):
                      answers=["A", "B"], id=f"{level}{n}.txt"), f, ensure_ascii=False)
 
 
-def _squad_files(tmp_path):
-  """A generated SQuAD v1.1 training file, and a predict file of the realistic texts
-  as contexts, each with the questions above."""
+def _squad_files(tmp_path, version_2=False):
+  """A generated SQuAD training file (v1.1, or v2.0 with unanswerable questions), and a
+  predict file of the realistic texts as contexts, each with the questions above."""
   from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
-  train = sample_corpus.write_squad_task(str(tmp_path / "train.json"), 40, filler_sentences=1)
+  train = sample_corpus.write_squad_task(str(tmp_path / "train.json"), 40, filler_sentences=1,
+                                         version_2_with_negative=version_2)
   paragraphs = [dict(context=t, qas=[dict(id=f"q{n}_{k}", question=q)
                                      for k, q in enumerate(QUESTIONS)])
                 for n, t in enumerate(TEXTS) if t]
   predict = tmp_path / "predict.json"
-  predict.write_text(json.dumps(dict(version="1.1", data=[dict(title="doors",
-                                                               paragraphs=paragraphs)]),
+  version = "v2.0" if version_2 else "1.1"
+  predict.write_text(json.dumps(dict(version=version, data=[dict(title="doors",
+                                                                 paragraphs=paragraphs)]),
                                 ensure_ascii=False), encoding="utf-8")
   return train, str(predict)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["squad", "race"])
+@pytest.mark.parametrize("kind", ["squad", "squad_v2", "race"])
 def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, start, tmp_path):
-  """SQuAD v1.1 (answers: the span's text and characters) and RACE (the choice and its
+  """SQuAD v1.1 and v2.0 (answers: the span's text and characters; v2.0's "" when the
+  null score is over the threshold, and that score) and RACE (the choice and its
   probabilities), on the realistic texts as contexts and articles: predict.py with
   TensorFlow and ONNX Runtime and Beam give --do_predict's answers."""
   run = tmp_path / "run"
   model_flags = dict(albert_config_file=start["config"], init_checkpoint=start["init"],
                      spm_model_file=start["spm"], output_dir=str(run), progress=False)
-  if kind == "squad":
+  if kind.startswith("squad"):
     from albert_tf.tasks import question_answering  # pylint: disable=import-outside-toplevel
-    train, predict_file = _squad_files(tmp_path)
+    version_2 = kind == "squad_v2"
+    train, predict_file = _squad_files(tmp_path, version_2)
     question_answering.run(question_answering.SquadOptions(
         train_file=train, predict_file=predict_file, max_seq_length=SEQ, doc_stride=16,
         max_query_length=12, do_train=True, do_predict=True, train_batch_size=16,
-        num_train_epochs=1, save_checkpoints_steps=100, **model_flags))
+        num_train_epochs=1, save_checkpoints_steps=100, version_2_with_negative=version_2,
+        **model_flags))
     with open(run / "predictions.json", encoding="utf-8") as f:
       predicted = json.load(f)
+    null_odds = None
+    if version_2:
+      with open(run / "null_odds.json", encoding="utf-8") as f:
+        null_odds = json.load(f)
     data = json.loads(open(predict_file, encoding="utf-8").read())["data"][0]["paragraphs"]
     rows = [dict(id=qa["id"], question=qa["question"], context=p["context"])
             for p in data for qa in p["qas"]]
     want = [predicted[r["id"]] for r in rows]
-    assert len(set(want)) > len(rows) // 3, want      # answers that move with the text
+    # answers that move with the text (v2.0's "" being one)
+    assert len(set(want)) > len(rows) // (4 if version_2 else 3), want
+    if version_2:     # some answered, some not
+      assert 0 < sum(w == "" for w in want) < len(want), want
   else:
     from albert_tf.data import race  # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import multiple_choice  # pylint: disable=import-outside-toplevel
@@ -332,10 +344,15 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
   source = _write(tmp_path / "rows.jsonl", rows)
   for door, got in _predict_doors(run, source, tmp_path).items():
     assert [g["id"] for g in got] == [r["id"] for r in rows], door
-    if kind == "squad":
+    if kind.startswith("squad"):
       assert [g["answer"] for g in got] == want, door
       for g, r in zip(got, rows):      # each answer is the context's own characters
         assert g["answer"] == "" or r["context"][g["start"]:g["end"]] == g["answer"], door
+      if null_odds is not None:
+        # (answered: null score at most --null_score_diff_threshold, 0; its best span may
+        # still be "", when no span is valid)
+        assert [g["has_answer"] for g in got] == [null_odds[r["id"]] <= 0 for r in rows], door
+        assert_close([g["null_score"] for g in got], [null_odds[r["id"]] for r in rows], 1e-5)
     else:
       assert [g["choice"] for g in got] == [w["choice"] for w in want], door
       assert_close([g["probabilities"] for g in got], [w["probabilities"] for w in want], 1e-5)
