@@ -15,6 +15,7 @@ texts whose ids equal `FullTokenizer`'s:
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -63,6 +64,11 @@ def main():
     only_spiece = os.path.join(work, "hf_spiece_only")
     shutil.copytree(export, only_spiece)
     os.remove(os.path.join(only_spiece, huggingface.TOKENIZER_JSON))
+    config_file = os.path.join(only_spiece, huggingface.TOKENIZER_CONFIG)
+    with open(config_file, encoding="utf-8") as f:
+      config = json.load(f)
+    with open(config_file, "w", encoding="utf-8") as f:   # as exports before wrote it
+      json.dump(dict(config, tokenizer_class="AlbertTokenizer"), f)
     for name, directory in (("AutoTokenizer, spiece.model only (exports before)", only_spiece),
                             ("AutoTokenizer, the export", export)):
       tokenizer = transformers.AutoTokenizer.from_pretrained(directory)

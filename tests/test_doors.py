@@ -121,10 +121,10 @@ def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime")
   return doors
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("problem", ["single", "multi", "regression"])
-def test_every_door_answers_as_do_predict(problem, start, tmp_path):
-  from albert_tf.commands import convert, export_tf_hub, export_tflite  # pylint: disable=import-outside-toplevel
+def classifier_run(problem, start, tmp_path):
+  """A run_classifier.py run of `problem` (single, multi or regression) on your own files,
+  fine-tuned from `start` a few steps, with --do_predict on the realistic texts: (the run,
+  its test file, --do_predict's answers, each test row's texts)."""
   from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
   rows = _rows(problem)
   train = _write(tmp_path / "train.jsonl", rows)
@@ -148,6 +148,14 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   assert [a["id"] for a in want] == [r["id"] for r in rows[:len(TEXTS)]]
   fields = [[r["text"]] + ([r["second"]] if problem == "single" else [])
             for r in rows[:len(TEXTS)]]
+  return run, test, want, fields
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["single", "multi", "regression"])
+def test_every_door_answers_as_do_predict(problem, start, tmp_path):
+  from albert_tf.commands import convert, export_tf_hub, export_tflite  # pylint: disable=import-outside-toplevel
+  run, test, want, fields = classifier_run(problem, start, tmp_path)
   record = runs.Run.read(str(run))
   tokenizer = record.tokenizer()
 
@@ -292,16 +300,14 @@ def _squad_files(tmp_path, version_2=False):
   return train, str(predict)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", ["squad", "squad_v2", "race"])
-def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, start, tmp_path):
-  """SQuAD v1.1 and v2.0 (answers: the span's text and characters; v2.0's "" when the
-  null score is over the threshold, and that score) and RACE (the choice and its
-  probabilities), on the realistic texts as contexts and articles: predict.py with
-  TensorFlow and ONNX Runtime and Beam give --do_predict's answers."""
+def reader_or_chooser_run(kind, start, tmp_path, max_qa_length=16):
+  """A run of `kind` (squad, squad_v2 or race) fine-tuned from `start` a few steps, with
+  --do_predict on the realistic texts as contexts (or articles): (the run, the rows asked
+  of it, --do_predict's answers, v2.0's null scores or None)."""
   run = tmp_path / "run"
   model_flags = dict(albert_config_file=start["config"], init_checkpoint=start["init"],
                      spm_model_file=start["spm"], output_dir=str(run), progress=False)
+  null_odds = None
   if kind.startswith("squad"):
     from albert_tf.tasks import question_answering  # pylint: disable=import-outside-toplevel
     version_2 = kind == "squad_v2"
@@ -313,7 +319,6 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
         **model_flags))
     with open(run / "predictions.json", encoding="utf-8") as f:
       predicted = json.load(f)
-    null_odds = None
     if version_2:
       with open(run / "null_odds.json", encoding="utf-8") as f:
         null_odds = json.load(f)
@@ -330,7 +335,7 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
     from albert_tf.tasks import multiple_choice  # pylint: disable=import-outside-toplevel
     _race_files(tmp_path / "race")
     multiple_choice.run(multiple_choice.RaceOptions(
-        data_dir=str(tmp_path / "race"), max_seq_length=SEQ, max_qa_length=16,
+        data_dir=str(tmp_path / "race"), max_seq_length=SEQ, max_qa_length=max_qa_length,
         do_train=True, do_predict=True, train_batch_size=8, train_step=2, warmup_step=0,
         save_checkpoints_steps=2, **model_flags))
     written = _answers(run / "test_predictions.jsonl")
@@ -341,6 +346,17 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
     want = [dict(choice=w["choice"], probabilities=w["probabilities"]) for w in written]
     spread = np.ptp(np.array([w["probabilities"] for w in want]), axis=0).max()
     assert spread > 1e-3, spread                 # answers that move with the text
+  return run, rows, want, null_odds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["squad", "squad_v2", "race"])
+def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, start, tmp_path):
+  """SQuAD v1.1 and v2.0 (answers: the span's text and characters; v2.0's "" when the
+  null score is over the threshold, and that score) and RACE (the choice and its
+  probabilities), on the realistic texts as contexts and articles: predict.py with
+  TensorFlow and ONNX Runtime and Beam give --do_predict's answers."""
+  run, rows, want, null_odds = reader_or_chooser_run(kind, start, tmp_path)
   source = _write(tmp_path / "rows.jsonl", rows)
   for door, got in _predict_doors(run, source, tmp_path).items():
     assert [g["id"] for g in got] == [r["id"] for r in rows], door
@@ -359,17 +375,13 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
     print(f"  {kind:10s} {door:34s} {len(got)}/{len(rows)} answers the same")
 
 
-@pytest.mark.slow
-def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
-  """run_ner.py: the realistic texts, split into words as the tagger splits them, as a
-  CoNLL test file; --do_predict's tags are the serving export's, and the entities of
-  predict.py (locally and on Beam) are the serving export's, in the text's characters;
-  TFLite's tags at each word's first piece are --do_predict's."""
+def tagger_run(start, tmp_path):
+  """A run_ner.py run fine-tuned from `start` a few steps, with --do_predict on the
+  realistic texts split into words as its serving export splits them: (the run, its
+  serving signature, the texts, their words, --do_predict's tags of each word)."""
   from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
-  from albert_tf.data import ner  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
   from common import write_conll  # pylint: disable=import-outside-toplevel
-  from test_ner import check_lite_tags, check_served_entities  # pylint: disable=import-outside-toplevel
   data = write_conll(str(tmp_path / "conll"), sizes=(("train", 40), ("dev", 8), ("test", 4)))
   run = tmp_path / "run"
   flags = dict(data_dir=data, output_dir=str(run), albert_config_file=start["config"],
@@ -401,6 +413,19 @@ def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
   assert sum(t != "O" for s in predicted for t in s) > 5       # tags that move with the text
   for i, tags in enumerate(predicted):
     assert [t.decode() for t in served["tags"][i][:len(tags)]] == tags, texts[i]
+  return run, serve, texts, words, predicted
+
+
+@pytest.mark.slow
+def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
+  """run_ner.py: the realistic texts, split into words as the tagger splits them, as a
+  CoNLL test file; --do_predict's tags are the serving export's, and the entities of
+  predict.py (locally and on Beam) are the serving export's, in the text's characters;
+  TFLite's tags at each word's first piece are --do_predict's."""
+  from albert_tf.data import ner  # pylint: disable=import-outside-toplevel
+  from test_ner import check_lite_tags, check_served_entities  # pylint: disable=import-outside-toplevel
+  run, serve, texts, words, predicted = tagger_run(start, tmp_path)
+  served = {k: v.numpy() for k, v in serve(sentences=tf.constant(texts)).items()}
   scheme = runs.Run.read(str(run)).settings.tag_scheme
   check_served_entities(serve, words, predicted, " ", scheme)
   entities = [[dict(type=served["entity_types"][i][e].decode(),

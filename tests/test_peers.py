@@ -21,6 +21,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 import tf_keras as keras  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import albert_tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+from test_doors import start  # noqa: F401  pylint: disable=unused-import  (a fixture)
 from common import (GROUPED, NER_CFG, TINY, assert_close, export_tf_models_module,  # pylint: disable=g-import-not-at-top,wrong-import-position
                     random_inputs, run_script, write_classifier_run, write_conll, write_release)
 
@@ -510,3 +511,138 @@ def test_auto_tokenizer_on_a_wordpiece_export_gives_albert_tf_s_ids(tmp_path):
     assert tokenizer(text, add_special_tokens=False)["input_ids"] == albert.encode(text), text
   print(f"  transformers' {type(tokenizer).__name__} on a WordPiece export: albert_tf's ids "
         f"on all {len(texts)} texts")
+
+
+@pytest.mark.parametrize("kind", ["single", "regression", "race", "squad", "ner"])
+def test_every_kind_answers_in_transformers_as_do_predict(kind, start, tmp_path):
+  """tests/test_doors.py's runs (the realistic texts as sentence pairs, texts to score,
+  articles, contexts and sentences), written by convert_checkpoint.py --output_format=hf
+  and read by transformers with its default tokenizer: pipeline("text-classification")'s
+  labels and probabilities of sentence pairs and its scores (within 1e-5; the multi-label
+  pipeline: the test above); AlbertForMultipleChoice's choices and
+  probabilities, AlbertForQuestionAnswering's best spans (transformers 5 has no
+  question-answering pipeline: the span of the highest start + end logit in the context,
+  in the characters its offsets give) and pipeline("token-classification",
+  aggregation_strategy="first") on the words are --do_predict's."""
+  from albert_tf import runs  # pylint: disable=g-import-not-at-top
+  from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import ner, race  # pylint: disable=g-import-not-at-top
+  from test_doors import SEQ, classifier_run, reader_or_chooser_run, tagger_run  # pylint: disable=g-import-not-at-top
+  if kind == "ner":
+    run, _, texts, words, predicted = tagger_run(start, tmp_path)
+  elif kind in ("single", "regression"):
+    run, _, want, fields = classifier_run(kind, start, tmp_path)
+  else:
+    run, rows, want, _ = reader_or_chooser_run(kind, start, tmp_path, max_qa_length=32)
+  hf = str(tmp_path / "hf")
+  convert.run(convert.ConvertOptions(model=str(run), output_format="hf", output_dir=hf))
+  tokenizer = transformers.AutoTokenizer.from_pretrained(hf)
+  record = runs.Run.read(str(run))
+  ours = record.tokenizer()
+  if kind in ("single", "regression"):
+    classify = transformers.pipeline("text-classification", model=hf, top_k=None,
+                                     function_to_apply="none" if kind == "regression" else None)
+    # (the rows transformers packs as the run does: not an empty second text, nor a pair
+    # cut to an odd budget, where its rules differ: docs/huggingface.md)
+    from albert_tf.text.packing import pack_texts  # pylint: disable=g-import-not-at-top
+    asked = [(f, w) for f, w in zip(fields, want)
+             if tokenizer(*f, truncation=True, max_length=SEQ)["input_ids"] ==
+             [i for i, m in zip(*(pack_texts(ours, f, SEQ)[k] for k in ("input_word_ids",
+                                                                       "input_mask"))) if m]]
+    got = classify([dict(text=f[0], text_pair=f[1]) if len(f) > 1 else f[0]
+                    for f, _ in asked], truncation=True)
+    for (f, w), scores in zip(asked, got):
+      scores = {s["label"]: s["score"] for s in scores}
+      if kind == "regression":
+        assert_close(list(scores.values()), [w["score"]], 1e-5)
+      else:
+        assert max(scores, key=scores.get) == w["label"], f
+        assert_close([scores[k] for k in w["probabilities"]], list(w["probabilities"].values()),
+                     1e-5)
+    print(f"  {kind}: the pipeline's answers are --do_predict's on the {len(asked)} rows of "
+          f"{len(want)} it packs as the run does")
+    assert len(asked) >= len(want) // 2
+  elif kind == "race":
+    model = transformers.AlbertForMultipleChoice.from_pretrained(hf).eval()
+    same_ids, asked = 0, 0
+    for r, w in zip(rows, want):
+      qa = [race.qa_text(r["question"], o) for o in r["options"]]
+      if max(len(ours.encode(q)) for q in qa) > 32:
+        continue     # (run_race.py keeps a question-with-option's last --max_qa_length)
+      asked += 1
+      x = tokenizer([r["article"]] * len(qa), qa, truncation="only_first", max_length=SEQ,
+                    padding="max_length", return_tensors="pt")
+      packed = [race.pack_choice(ours.encode(r["article"]), ours.encode(q), SEQ, 32, ours)
+                for q in qa]
+      same_ids += x["input_ids"].tolist() == [p["input_ids"] for p in packed]
+      with torch.no_grad():
+        p = torch.softmax(model(**{k: v[None] for k, v in x.items()}).logits[0], -1).numpy()
+      assert int(p.argmax()) == w["choice"], r
+      assert_close(p, w["probabilities"], 1e-5)
+    print(f"  RACE: AlbertForMultipleChoice's choices and probabilities (within 1e-5) on "
+          f"the {asked} questions of {len(rows)} whose options fit, the same ids on {same_ids}")
+    assert asked >= len(rows) // 2 and same_ids == asked
+  elif kind == "squad":
+    from albert_tf.data import squad  # pylint: disable=g-import-not-at-top
+    model = transformers.AlbertForQuestionAnswering.from_pretrained(hf).eval()
+    same, asked = 0, 0
+    for r, w in zip(rows, want):
+      x = tokenizer(r["question"], r["context"], truncation="only_second", max_length=SEQ,
+                    return_offsets_mapping=True, return_overflowing_tokens=True,
+                    padding="max_length", return_tensors="pt")
+      features = list(squad.convert_examples(
+          [squad.SquadExample(r["id"], r["question"], r["context"])], ours, SEQ, 16, 12, False))
+      # (the questions the run did not cut at --max_query_length=12, in one window: the
+      # run's n-best across windows is run_squad.py's own)
+      if len(x["input_ids"]) > 1 or len(features) > 1 or len(ours.encode(r["question"])) > 12:
+        continue
+      asked += 1
+      assert x["input_ids"][0].tolist() == features[0][0]["input_ids"], r
+      offsets = x.pop("offset_mapping")[0].tolist()
+      context = [i for i, s in enumerate(x.sequence_ids(0)) if s == 1]
+      x.pop("overflow_to_sample_mapping", None)
+      with torch.no_grad():
+        out = model(**x)
+      start_logits, end_logits = out.start_logits[0].numpy(), out.end_logits[0].numpy()
+      # run_squad.py's rule: the 20 best starts and ends, in the context, at most 30 pieces
+      starts = [i for i in np.argsort(-start_logits)[:20] if i in context]
+      ends = [i for i in np.argsort(-end_logits)[:20] if i in context]
+      best = max(((s, e) for s in starts for e in ends if s <= e < s + 30),
+                 key=lambda se: start_logits[se[0]] + end_logits[se[1]])
+      # The span's characters by albert_tf's offsets of the context's pieces: the answer.
+      _, starts, ends = ours.tokenize_with_offsets(r["context"])
+      first = context[0]
+      assert squad.span_text(r["context"], starts, ends, best[0] - first,
+                             best[1] - first).strip() == w, (r, w)
+      # By transformers' own offsets: the same, but where the answer starts or ends with a
+      # piece of `''` or ``, which ALBERT reads as one `"` and tokenizers' Replace
+      # normalizer maps to one of the two characters (docs/huggingface.md).
+      answer = r["context"][offsets[best[0]][0]:offsets[best[1]][1]].strip()
+      same += answer == w
+      assert answer == w or w.startswith(("''", "``")) or w.endswith(("''", "``")), (r, w)
+    print(f"  SQuAD: AlbertForQuestionAnswering's best span is --do_predict's answer on all "
+          f"{asked} questions asked in one window; by transformers' offsets on {same}")
+    assert asked >= 8
+  else:
+    # Each token's tag (aggregation_strategy="none"), read at each word's first piece as
+    # run_ner.py reads it. (transformers' "first" and "simple" aggregations group pieces
+    # into words by their offsets, and take a lone "▁" piece, which a word after
+    # whitespace often starts with, for a word of its own.)
+    tag = transformers.pipeline("token-classification", model=hf, ignore_labels=[])
+    asked = 0
+    for ws, tags in zip(words, predicted):
+      x = tokenizer([ws], is_split_into_words=True)
+      if len(x["input_ids"][0]) > SEQ:
+        continue      # (one window: run_ner.py's windows choose a word's by its context)
+      asked += 1
+      assert x["input_ids"][0] == [ours.cls_id] + [i for w in ner.word_pieces(ours, ws)
+                                                   for i in w] + [ours.sep_id], ws
+      by_index = {t["index"]: t["entity"] for t in tag([ws], is_split_into_words=True)[0]}
+      word_ids = x.word_ids(0)
+      first = [word_ids.index(k) for k in range(len(ws))]
+      assert [by_index[i] for i in first] == tags, ws
+      assert ner.entities([by_index[i] for i in first], record.settings.tag_scheme) == \
+          ner.entities(tags, record.settings.tag_scheme)
+    assert asked >= 3
+    print(f"  NER: the pipeline's tags at each word's first piece are --do_predict's in the "
+          f"{asked} sentences of {len(words)} that fit one window")

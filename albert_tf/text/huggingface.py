@@ -155,8 +155,16 @@ def save_hf_tokenizer(tokenizer: FullTokenizer, directory: str,
   wordpiece = tokenizer.sp_model is None
   target = os.path.join(directory, VOCAB if wordpiece else SPIECE)
   specials = BERT_SPECIAL_TOKENS if wordpiece else ALBERT_SPECIAL_TOKENS
-  config = dict(tokenizer_class="BertTokenizer" if wordpiece else "AlbertTokenizer",
+  # tokenizer_class: transformers' own fast class for tokenizer.json as written (its
+  # AlbertTokenizer puts its own pre-tokenizer in place of the file's, which splits the
+  # text at whitespace first, and a lone "▁" piece then covers the next word's first
+  # character: a SQuAD answer ending on one gains a character).
+  # model_input_names: the segment ids too. transformers 5's AlbertTokenizer returns only
+  # input_ids and attention_mask, and its models then read every piece of a pair as the
+  # first segment's, which a model fine-tuned on pairs (MRPC, RACE, SQuAD) was not.
+  config = dict(tokenizer_class="BertTokenizer" if wordpiece else "PreTrainedTokenizerFast",
                 do_lower_case=tokenizer.do_lower_case, model_max_length=model_max_length,
+                model_input_names=["input_ids", "token_type_ids", "attention_mask"],
                 **specials)
   if wordpiece:
     config.update(tokenize_chinese_chars=True, strip_accents=None)
