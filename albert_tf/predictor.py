@@ -59,7 +59,9 @@ QUANTIZATIONS = ("none", "dynamic_int8")
 class Settings:
   """How answers are made (the defaults are the training scripts')."""
   batch_size: int = 32
-  multi_label_threshold: float = 0.5     # multi-label: a label is chosen over it
+  # multi-label: a label is chosen over it (a number, or one per label); None: the run's
+  # tuned thresholds (thresholds.txt) if it has them, else 0.5
+  multi_label_threshold: Optional[object] = None
   n_best_size: int = 20                  # SQuAD: as run_squad.py
   max_answer_length: int = 30
   null_score_diff_threshold: float = 0.0
@@ -90,7 +92,7 @@ class Predictor:
   # ------------------------------------------------------------------------- loading
 
   @classmethod
-  def load(cls, path: str, batch_size: int = 32, multi_label_threshold: float = 0.5, *,
+  def load(cls, path: str, batch_size: int = 32, multi_label_threshold=None, *,
            runtime: str = "tensorflow", dtype: str = "float32", quantization: str = "none",
            flag: str = "--model", load_model: bool = True, **settings) -> "Predictor":
     """The predictor of a run directory (a fine-tuning script's --output_dir) or of a
@@ -155,6 +157,8 @@ class Predictor:
         model = run.model()
       forward = tensorflow_forward(model)
       strings = kind.strings(run, model, tokenizer)
+    if settings.multi_label_threshold is None:
+      settings = dataclasses.replace(settings, multi_label_threshold=run.multi_label_threshold)
     return cls(run.kind.answered_as, run.fields, tokenizer, run.settings, settings, run.path, forward,
                strings, run.problem, run.max_seq_length, run.version_2)
 
@@ -294,6 +298,9 @@ class Classifying(Answers):
                        "does not say its labels; export it again (run_classifier.py "
                        "--export_dir), or give its run directory")
     inputs = record.inputs
+    if settings.multi_label_threshold is None:     # the export's own (tuned, or 0.5)
+      settings = dataclasses.replace(settings,
+                                     multi_label_threshold=record.multi_label_threshold)
     loaded = _load_export(path) if load_model else None
     strings = None
     if loaded is not None:
@@ -306,6 +313,7 @@ class Classifying(Answers):
 
   def answer(self, p, rows, progress):
     threshold = p.settings.multi_label_threshold
+    threshold = 0.5 if threshold is None else threshold
     if p.strings is not None:                                     # a serving export
       out = [None] * len(rows)
       for batch in p.batches([sum(map(len, r)) for r in rows], progress, "predicting"):
@@ -582,7 +590,7 @@ def onnx_file(run: runs.Run, quantization: str = "none") -> str:
   name = "onnx/predict-int8.onnx" if quantization == "dynamic_int8" else "onnx/predict.onnx"
   return run.kept(name, lambda path: write_onnx(
       run.model(), path, run.tokenizer(), quantization, run.labels if run.problem else None,
-      overwrite=True, extra=dict(problem_type=run.problem_type)), quantization)
+      overwrite=True, extra=run.export_metadata()), quantization, run.multi_label_threshold)
 
 
 def onnx_forward(run: runs.Run, quantization: str = "none"):

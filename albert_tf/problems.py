@@ -17,7 +17,7 @@ training rows.
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List, Optional, Sequence
+from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -29,6 +29,7 @@ SINGLE = "single_label_classification"
 MULTI = "multi_label_classification"
 REGRESSION = "regression"
 AUTO = "auto"
+POS_WEIGHT_CAP = 10.0   # --pos_weight=balanced: a label's weight at most (and at least 1/it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,9 +105,16 @@ class Problem:
 
   # -- training
 
-  def per_example_loss(self, logits: tf.Tensor, labels: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """`loss` [b] of logits [b, C] (what is optimized) and the logged metrics [b]."""
+  def per_example_loss(self, logits: tf.Tensor, labels: tf.Tensor,
+                       weights: Optional[Sequence[float]] = None) -> Dict[str, tf.Tensor]:
+    """`loss` [b] of logits [b, C] (what is optimized) and the logged metrics [b].
+    `weights`: the loss weights of `loss_weights` (per class, or per label's positives)."""
     raise NotImplementedError
+
+  def loss_weights(self, train: np.ndarray, how: str) -> Optional[Tuple[float, ...]]:
+    """The loss's weights from the training targets (`how`: "balanced"), or None."""
+    raise ValueError(f"{self.type}: no loss weights (--class_weight is single-label's, "
+                     "--pos_weight multi-label's)")
 
   def metric_names(self) -> List[str]:
     """The dev metrics (besides per-label ones)."""
@@ -197,13 +205,22 @@ class SingleLabel(Problem):
   def target_feature(self):
     return tf.io.FixedLenFeature([], tf.int64)
 
-  def per_example_loss(self, logits, labels):
+  def per_example_loss(self, logits, labels, weights=None):
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)      # [b]
+    if weights is not None:      # each example's class weight
+      loss *= tf.gather(tf.constant(weights, loss.dtype), labels)              # [b]
     correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)    # [b]
     return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
 
   def metric_names(self):
     return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(self.labels) == 2 else [])
+
+  def loss_weights(self, train, how):
+    """scikit-learn's class_weight="balanced": rows / (classes x the class's rows); a class
+    without training rows gets 1."""
+    counts = np.bincount(np.asarray(train, np.int64), minlength=len(self.labels))   # [C]
+    weights = len(train) / (len(self.labels) * np.maximum(counts, 1))
+    return tuple(float(w) if c else 1.0 for w, c in zip(weights, counts))
 
   def mean_loss(self, targets, logits):
     log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)    # [N, C]
@@ -273,8 +290,12 @@ class MultiLabel(Problem):
   def target_feature(self):
     return tf.io.FixedLenFeature([len(self.labels)], tf.float32)
 
-  def per_example_loss(self, logits, labels):                                 # labels [b, C]
-    per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)       # [b, C]
+  def per_example_loss(self, logits, labels, weights=None):                   # labels [b, C]
+    if weights is None:
+      per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)     # [b, C]
+    else:     # torch's BCEWithLogitsLoss(pos_weight): each label's positives weighted
+      per_label = tf.nn.weighted_cross_entropy_with_logits(
+          labels, logits, tf.constant(weights, logits.dtype))                 # [b, C]
     exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)        # [b]
     return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
 
@@ -284,8 +305,39 @@ class MultiLabel(Problem):
   def mean_loss(self, targets, logits):
     return float(np.mean(np.logaddexp(0, logits) - targets * logits))         # BCE
 
+  def loss_weights(self, train, how):
+    """Each label's negatives / positives in the training rows, at most POS_WEIGHT_CAP
+    (1 for a label no row has)."""
+    positives = np.asarray(train, np.float64).sum(0)                          # [C]
+    negatives = len(train) - positives
+    weights = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
+    return tuple(float(w) for w in np.clip(weights, 1.0 / POS_WEIGHT_CAP, POS_WEIGHT_CAP))
+
+  def tune_thresholds(self, targets: np.ndarray, logits: np.ndarray) -> Tuple[float, ...]:
+    """Each label's threshold that maximizes its F1 on (dev) targets [N, C] and logits
+    [N, C]: the candidates lie halfway between consecutive probabilities (and below and
+    above them all); ties go to the one nearest 0.5; a label no row has keeps 0.5."""
+    probabilities = self.probabilities(np.asarray(logits, np.float64))          # [N, C]
+    truth = np.asarray(targets) > 0.5
+    chosen = []
+    for c in range(probabilities.shape[1]):
+      p, positive = probabilities[:, c], truth[:, c]
+      if not positive.any():
+        chosen.append(0.5)
+        continue
+      values = np.unique(p)
+      candidates = np.concatenate([[values[0] / 2], (values[:-1] + values[1:]) / 2,
+                                   [(values[-1] + 1) / 2], [0.5]])               # [K]
+      predicted = p[None, :] > candidates[:, None]                             # [K, N]
+      tp = (predicted & positive).sum(1)
+      f1 = 2 * tp / np.maximum(predicted.sum(1) + positive.sum(), 1)           # [K]
+      best = np.flatnonzero(f1 >= f1.max() - 1e-12)
+      chosen.append(float(candidates[best[np.argmin(np.abs(candidates[best] - 0.5))]]))
+    return tuple(chosen)
+
   def _metrics(self, targets, logits, threshold):
-    result = metrics_lib.multi_label_metrics(targets > 0.5, self.probabilities(logits) > threshold)
+    result = metrics_lib.multi_label_metrics(targets > 0.5,
+                                             self.probabilities(logits) > np.asarray(threshold))
     result["loss"] = self.mean_loss(targets, logits)
     return result
 
@@ -304,9 +356,10 @@ class MultiLabel(Problem):
   def picture(self, targets, logits, threshold, png_path, title):
     """Each label's F1 {label: F1}."""
     per_label = metrics_lib.multi_label_metrics(
-        targets > 0.5, self.probabilities(logits) > threshold)["per_label"]
+        targets > 0.5, self.probabilities(logits) > np.asarray(threshold))["per_label"]
     drawn = {name: values["f1"] for name, values in zip(self.labels, per_label)}
-    logs.plot_bars(drawn, png_path, f"{title}: F1 of each label at {threshold:g}", "F1")
+    at = "tuned thresholds" if np.ndim(threshold) else f"{threshold:g}"
+    logs.plot_bars(drawn, png_path, f"{title}: F1 of each label at {at}", "F1")
     return drawn
 
   def probabilities(self, logits):
@@ -314,12 +367,13 @@ class MultiLabel(Problem):
 
   def answer_of_outputs(self, outputs, threshold=0.5):
     p = np.asarray(outputs, np.float64).reshape(-1)
-    return dict(labels=[name for name, v in zip(self.labels, p) if v > threshold],
+    over = p > np.broadcast_to(np.asarray(threshold, np.float64), p.shape)     # (per label)
+    return dict(labels=[name for name, chosen in zip(self.labels, over) if chosen],
                 probabilities={name: float(v) for name, v in zip(self.labels, p)})
 
   def serving_outputs(self, logits, threshold):
     probabilities = tf.sigmoid(logits)                                        # [B, C]
-    chosen = probabilities > threshold                                        # [B, C]
+    chosen = probabilities > tf.constant(threshold, probabilities.dtype)      # [B, C]
     names = tf.broadcast_to(tf.constant(self.labels), tf.shape(chosen))       # [B, C]
     return {"probabilities": probabilities, "label_mask": chosen,
             "labels": tf.where(chosen, names, "")}                            # "" not chosen
@@ -359,7 +413,7 @@ class Regression(Problem):
   def target_feature(self):
     return tf.io.FixedLenFeature([], tf.float32)
 
-  def per_example_loss(self, logits, labels):
+  def per_example_loss(self, logits, labels, weights=None):
     return dict(loss=tf.square(logits[:, 0] - labels))                        # [b]
 
   def metric_names(self):

@@ -43,6 +43,7 @@ RECORD = "run_config.json"
 MADE_FROM = "made_from.json"   # what the exports kept in a run were made from
 DATA = "data"        # the record's where-the-training-data-was: not what makes it another run
 LABELS = "labels.txt"
+THRESHOLDS = "thresholds.txt"   # a multi-label run's tuned thresholds: label<TAB>threshold
 BEST_TRIAL = "best_trial.txt"
 
 
@@ -76,6 +77,9 @@ class ClassifierSettings(Settings):
   text_columns: Tuple[str, ...] = ()
   label_column: str = "label"
   label_delimiter: Optional[str] = None
+  # The loss's weights (--class_weight / --pos_weight=balanced), from the training rows.
+  class_weight: Tuple[float, ...] = ()
+  pos_weight: Tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +167,8 @@ def _serve_classifier(run: "Run", model, path: str, record: dict) -> None:
   problem = run.problem
   export_classifier(model, path, run.tokenizer(), run.max_seq_length, problem.export_labels,
                     pairs=len(run.text_fields) == 2, overwrite=True, record=record,
-                    multi_label_threshold=problem.serving_threshold(0.5))
+                    multi_label_threshold=problem.serving_threshold(
+                        run.multi_label_threshold))
 
 
 def _serve_tagger(run: "Run", model, path: str, record: dict) -> None:
@@ -392,6 +397,25 @@ class Run:
     return problems.Problem.of(settings.problem_type, settings.labels)
 
   @property
+  def multi_label_threshold(self):
+    """A multi-label run's thresholds: each label's tuned one (thresholds.txt, a tuple in
+    label order), else 0.5; None for other problems."""
+    problem = self.problem
+    if problem is None or problem.type != problems.MULTI:
+      return None
+    return read_thresholds(self.path, problem.labels) or 0.5
+
+  def export_metadata(self) -> Dict[str, object]:
+    """What every export of a classifier run carries besides its labels: the problem type
+    and, for a multi-label run with tuned thresholds, `multi_label_thresholds` {label:
+    threshold} (docs/own_data.md)."""
+    metadata = dict(problem_type=self.problem_type)
+    threshold = self.multi_label_threshold
+    if isinstance(threshold, tuple):
+      metadata["multi_label_thresholds"] = dict(zip(self.problem.labels, threshold))
+    return metadata
+
+  @property
   def problem_type(self) -> Optional[str]:
     """transformers' name of a classifier's problem."""
     return self.problem.type if self.problem is not None else None
@@ -617,6 +641,39 @@ def write_labels(output_dir: str, labels: List[str]) -> None:
   """labels.txt: the label names in id order, one per line."""
   with atomic_open(os.path.join(output_dir, LABELS)) as f:
     f.write("\n".join(labels) + "\n")
+
+
+def write_thresholds(output_dir: str, labels: List[str], thresholds: Tuple[float, ...]) -> str:
+  """thresholds.txt: each label and its tuned threshold, in id order, tab-separated."""
+  path = os.path.join(output_dir, THRESHOLDS)
+  with atomic_open(path) as f:
+    f.write("".join(f"{label}\t{t:.6g}\n" for label, t in zip(labels, thresholds)))
+  return path
+
+
+def read_thresholds(output_dir: str, labels: List[str]) -> Optional[Tuple[float, ...]]:
+  """The tuned thresholds of thresholds.txt, in `labels`' order, or None without one; an
+  error names the file and line."""
+  path = os.path.join(output_dir, THRESHOLDS)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    lines = [line.rstrip("\n") for line in f if line.strip()]
+  found = {}
+  for n, line in enumerate(lines, 1):
+    name, _, value = line.rpartition("\t")
+    try:
+      t = float(value)
+    except ValueError:
+      t = float("nan")
+    if not name or not 0 < t < 1:
+      raise ValueError(f"{path}:{n}: expected a label, a tab and a threshold in (0, 1), "
+                       f"got {line!r}")
+    found[name] = t
+  if sorted(found) != sorted(labels):
+    raise ValueError(f"{path}: its labels ({', '.join(found)}) are not the run's "
+                     f"({', '.join(labels)})")
+  return tuple(found[label] for label in labels)
 
 
 def write_run(output_dir: str, record: dict, model=None) -> str:

@@ -447,3 +447,63 @@ def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
   assert len(fits) >= 3
   check_lite_tags(run, tmp_path / "ner.tflite", [words[i] for i in fits],
                   [predicted[i] for i in fits], SEQ)
+
+
+def tuned_run(start, tmp_path):
+  """A multi-label run with --multi_label_threshold=tune (on its training rows as dev),
+  --do_predict on the realistic texts: (the run, its test file)."""
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  rows = _rows("multi")
+  train = _write(tmp_path / "train.jsonl", rows)
+  test = _write(tmp_path / "test.jsonl", [{k: v for k, v in r.items() if k != "label"}
+                                          for r in rows[:len(TEXTS)]])
+  run = tmp_path / "run"
+  classification.run(classification.ClassifierOptions(
+      train_file=train, dev_file=train, test_file=test, id_column="id", output_dir=str(run),
+      multi_label_threshold="tune", albert_config_file=start["config"],
+      init_checkpoint=start["init"], spm_model_file=start["spm"], max_seq_length=SEQ,
+      train_batch_size=8, train_step=2, warmup_step=0, learning_rate=1e-3,
+      save_checkpoints_steps=2, do_train=True, do_predict=True, progress=False, seed=0))
+  return run, test
+
+
+@pytest.mark.slow
+def test_tuned_thresholds_go_through_every_door(start, tmp_path):
+  """A multi-label run with --multi_label_threshold=tune: predict.py (TensorFlow, ONNX
+  Runtime, Beam) and the serving export give its label sets by each label's threshold,
+  and the ONNX, TFLite (its sidecar), Hugging Face and KerasHub exports carry them."""
+  import onnx  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import convert, export_tflite  # pylint: disable=import-outside-toplevel
+  from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
+  run, test = tuned_run(start, tmp_path)
+  record = runs.Run.read(str(run))
+  labels, thresholds = LABELS["multi"], record.multi_label_threshold
+  assert isinstance(thresholds, tuple) and thresholds != (0.5,) * len(labels), thresholds
+  want = _answers(run / "test_predictions.jsonl")
+  tuned = [[n for n, t in zip(labels, thresholds) if a["probabilities"][n] > t] for a in want]
+  assert [a["labels"] for a in want] == tuned
+  at_half = [[n for n in labels if a["probabilities"][n] > 0.5] for a in want]
+  assert tuned != at_half            # (the thresholds change some answers)
+  for door, got in _predict_doors(run, test, tmp_path).items():
+    _agree(door, want, got, "multi")
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  served = tf.saved_model.load(str(run / "serving")).signatures["serving_default"](
+      sentence1=tf.constant(TEXTS))
+  assert [[labels[j] for j in np.flatnonzero(m)] for m in served["label_mask"].numpy()] == tuned
+  as_dict = dict(zip(labels, thresholds))
+  props = {p.key: json.loads(p.value) for p in onnx.load(str(run / "onnx" / "predict.onnx"))
+           .metadata_props}
+  assert props["multi_label_thresholds"] == pytest.approx(as_dict)
+  lite_file = tmp_path / "model.tflite"
+  export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
+                                                output_file=str(lite_file)))
+  sidecar = json.loads((tmp_path / "model.tflite.json").read_text())
+  assert sidecar["labels"] == labels and sidecar["multi_label_thresholds"] == pytest.approx(as_dict)
+  got = lite_answers(lite_file, sidecar["inputs"], [[t] for t in TEXTS], labels,
+                     [sidecar["multi_label_thresholds"][n] for n in labels])
+  assert [g["labels"] for g in got] == tuned
+  for fmt, name in (("hf", "config.json"), ("keras_hub", "metadata.json")):
+    convert.run(convert.ConvertOptions(model=str(run), output_format=fmt,
+                                       output_dir=str(tmp_path / fmt)))
+    written = json.loads((tmp_path / fmt / name).read_text())
+    assert written["multi_label_thresholds"] == pytest.approx(as_dict), fmt

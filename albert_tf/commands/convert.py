@@ -49,13 +49,23 @@ def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
   return out
 
 
+def _thresholds(source: Source) -> Dict[str, object]:
+  """A multi-label run's tuned thresholds, as exports carry them (`multi_label_thresholds`:
+  {label: threshold}), or nothing."""
+  if source.run is None or source.run.problem is None:
+    return {}
+  metadata = source.run.export_metadata()
+  return {k: v for k, v in metadata.items() if k == "multi_label_thresholds"}
+
+
 def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
   """Writes `source` as a Hugging Face directory; returns what was written."""
   with atomic_directory(output_dir, "--output_dir") as tmp:
     left_out = huggingface.save_hf_model(
         source.model, tmp, labels=source.labels, problem_type=source.problem_type,
         classifier_dropout_prob=source.classifier_dropout_prob,
-        special_ids=_special_ids(source.tokenizer), skip=source.fresh)
+        special_ids=_special_ids(source.tokenizer), skip=source.fresh,
+        extra=_thresholds(source))
     if source.tokenizer is not None:
       # A run's own length: transformers' truncation=True then cuts where the run does.
       save_hf_tokenizer(source.tokenizer, tmp, model_max_length=(
@@ -97,7 +107,8 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
         sequence_length=source.max_seq_length or source.config.max_position_embeddings,
         activation=problems.Problem.of(source.problem_type).activation,
         labels=source.labels if classifier else None,
-        problem_type=source.problem_type if classifier else None)
+        problem_type=source.problem_type if classifier else None,
+        extra=_thresholds(source) if classifier else None)
     files = sorted(os.listdir(tmp))
   headless = classifier or isinstance(source.model, AlbertEncoder)
   return dict(architecture=written, files=files,

@@ -45,7 +45,7 @@ def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
                        overwrite=opts.overwrite,
                        extra=dict(source=path, max_seq_length=source.max_seq_length
                                   or source.config.max_position_embeddings,
-                                  **({"problem_type": source.problem_type}
+                                  **(source.run.export_metadata()
                                      if fine_tuned and source.problem_type else {})))
   print(f"Wrote {written['file']} ({written['bytes'] / 2**20:.1f} MiB, {opts.quantization}): "
         f"inputs {', '.join(written['inputs'])}; outputs {', '.join(written['outputs'])}")

@@ -9,6 +9,7 @@ converted with `albert_tf.export.tflite`.
 """
 
 import dataclasses
+import json
 import os
 from typing import Dict, List, Optional, Sequence
 
@@ -17,7 +18,7 @@ import numpy as np
 from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
-from albert_tf.files import atomic_path, writing
+from albert_tf.files import atomic_open, atomic_path, writing
 from albert_tf.export.tflite import (QUANTIZATIONS, LiteClassifier, LiteEncoder, convert,
                                      label_agreement, latency_ms)
 
@@ -73,8 +74,10 @@ class TFLiteOptions(Checked):
 def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   """What export_tflite.py does: checks everything, converts, writes, checks latency."""
   output_file = os.path.abspath(opts.output_file)
-  if os.path.exists(output_file):
-    raise FileExistsError(f"--output_file={opts.output_file} exists; choose another name")
+  for target in (output_file, output_file + ".json"):     # (the file, a classifier's sidecar)
+    if os.path.exists(target):
+      raise FileExistsError(f"--output_file={opts.output_file}: {target} exists; choose "
+                            "another name")
   value, flag = sources.model_flag(opts, OLD_NAMES)
   path = sources.locate(value, flag)
   is_run = runs.Run.exists(path)
@@ -128,9 +131,22 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   print(f"Wrote {output_file}: {size_mb:.1f} MiB; {ms:.1f} ms per example on "
         f"{opts.num_threads} thread(s) (LiteRT)")
   written = {"size_mb": size_mb, "latency_ms": ms}
-  if isinstance(module, LiteClassifier) and opts.quantization != "none":
-    written["agreement"] = _agreement(output_file, module, examples, run_, calibration)
+  if isinstance(module, LiteClassifier):
+    written["sidecar"] = _write_sidecar(output_file, run_)
+    if opts.quantization != "none":
+      written["agreement"] = _agreement(output_file, module, examples, run_, calibration)
   return {"tflite": written}
+
+
+def _write_sidecar(output_file: str, run_) -> str:
+  """`<file>.json` beside a classifier's .tflite: its inputs, labels (in the order of its
+  `probabilities`), problem type and, for a multi-label run with tuned thresholds,
+  `multi_label_thresholds` {label: threshold} (docs/on_device.md)."""
+  path = output_file + ".json"
+  with atomic_open(path, encoding="utf-8") as f:
+    json.dump(dict(inputs=run_.text_fields, labels=run_.labels, max_seq_length=run_.max_seq_length,
+                   **run_.export_metadata()), f, indent=2, ensure_ascii=False)
+  return path
 
 
 def _agreement(output_file, module, examples, run_, calibration) -> Optional[float]:
@@ -141,7 +157,7 @@ def _agreement(output_file, module, examples, run_, calibration) -> Optional[flo
       examples = representative_examples(run_.texts(calibration), module)
     except (ValueError, FileNotFoundError):
       return None        # (a run that records no training data: nothing to compare on)
-  agreement = label_agreement(output_file, module, examples)
+  agreement = label_agreement(output_file, module, examples, run_.multi_label_threshold or 0.5)
   if agreement is not None:
     print(f"Labels as the float32 model's on {agreement:.3f} of {len(examples)} training "
           f"examples" + ("" if agreement >= 0.99 else

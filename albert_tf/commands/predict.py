@@ -42,8 +42,10 @@ class PredictOptions(BeamFlags, Checked):
   dtype: str = option("float32", "TensorFlow's compute dtype.", choices=DTYPES)
   quantization: str = option("none", "onnxruntime: none (float32) or dynamic_int8.",
                              choices=QUANTIZATIONS)
-  multi_label_threshold: float = option(0.5, "Multi-label: a label is chosen over this "
-                                        "probability.", at_least=0, below=1)
+  multi_label_threshold: Optional[float] = option(
+      None, "Multi-label: a label is chosen over this probability (every label). Default: "
+      "the run's (or export's) thresholds: each label's tuned one (run_classifier.py "
+      "--multi_label_threshold=tune), else 0.5.", at_least=0, below=1)
   n_best_size: int = option(20, "SQuAD: candidate answers kept per question.", at_least=1)
   max_answer_length: int = option(30, "SQuAD: longest answer, in pieces.", at_least=1)
   null_score_diff_threshold: float = option(0.0, "SQuAD v2.0: no answer when the null score "

@@ -210,7 +210,8 @@ def serving_model(model: str) -> str:
   if run.kind.serving is None:
     return run.path
   return run.kept(SERVING, lambda path: run.kind.serving(run, run.model(), path,
-                                                         dict(output_dir=run.path)))
+                                                         dict(output_dir=run.path)),
+                  run.multi_label_threshold)     # (made again when thresholds are tuned)
 
 
 def run(opts) -> Dict[str, object]:

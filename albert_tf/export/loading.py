@@ -23,12 +23,15 @@ class ServingRecord:
   labels: List[str] = dataclasses.field(default_factory=list)
   inputs: List[str] = dataclasses.field(default_factory=list)
   seq_length: int = 512
+  multi_label_threshold: object = None   # multi-label's: a number, or one per label
 
   @classmethod
   def of(cls, record: Optional[dict]) -> "ServingRecord":
     record = record or {}
+    threshold = record.get("multi_label_threshold")
     return cls(record.get("kind"), record.get("problem_type"), list(record.get("labels") or []),
-               list(record.get("inputs") or []), int(record.get("seq_length") or 512))
+               list(record.get("inputs") or []), int(record.get("seq_length") or 512),
+               tuple(threshold) if isinstance(threshold, list) else threshold)
 
 
 def export_record(export_path: str) -> Optional[dict]:

@@ -223,7 +223,7 @@ def _kept_in_float(model: bytes) -> list:
 
 
 def label_agreement(model_path: str, module: "LiteClassifier",
-                    examples: Sequence[Dict[str, np.ndarray]]) -> Optional[float]:
+                    examples: Sequence[Dict[str, np.ndarray]], threshold=0.5) -> Optional[float]:
   """The fraction of `examples` (the signature's inputs) whose answer, a label or a
   multi-label's set, the .tflite file gives as `module` does in float32; None for a
   module that answers with no label (a score, tags, an encoder's outputs)."""
@@ -234,8 +234,8 @@ def label_agreement(model_path: str, module: "LiteClassifier",
   same = 0
   for example in examples:
     want = module.serve(*[tf.constant(example[k]) for k in module.input_names])["probabilities"]
-    want = problem.answer_of_outputs(want.numpy())
-    got = problem.answer_of_outputs(runner(**example)["probabilities"])
+    want = problem.answer_of_outputs(want.numpy(), threshold)
+    got = problem.answer_of_outputs(runner(**example)["probabilities"], threshold)
     same += want.get("label", want.get("labels")) == got.get("label", got.get("labels"))
   return same / len(examples)
 

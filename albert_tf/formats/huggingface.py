@@ -479,7 +479,7 @@ def hf_tensors(model, architecture: Optional[str] = None, skip: Sequence[str] = 
 def save_hf_model(model, directory: str, labels: Optional[Sequence[str]] = None,
                   problem_type: Optional[str] = None, classifier_dropout_prob: float = 0.1,
                   special_ids: Optional[Dict[str, int]] = None,
-                  skip: Sequence[str] = ()) -> List[str]:
+                  skip: Sequence[str] = (), extra: Optional[Dict[str, object]] = None) -> List[str]:
   """Writes `model` as transformers' `save_pretrained` would: config.json and
   model.safetensors in `directory` (created; existing files are refused). `skip`: original
   names of heads the model never held (left out, and the class chosen without them).
@@ -487,7 +487,8 @@ def save_hf_model(model, directory: str, labels: Optional[Sequence[str]] = None,
   The class is `architecture_of(model)`; `labels` (id order) and `problem_type`
   ("regression" for STS-B) go to config.json for a classifier. Returns the
   original names of variables transformers has no place for (the SQuAD v2.0
-  head), which are not written.
+  head), which are not written. `extra`: more config.json fields (a multi-label run's
+  tuned `multi_label_thresholds`, {label: threshold}, which transformers keeps and ignores).
   """
   from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
   os.makedirs(directory, exist_ok=True)
@@ -498,6 +499,7 @@ def save_hf_model(model, directory: str, labels: Optional[Sequence[str]] = None,
   tensors, left_out = hf_tensors(model, architecture, skip)
   config = hf_config_dict(_model_config(model), architecture, labels, problem_type,
                           classifier_dropout_prob, special_ids)
+  config.update(extra or {})
   with atomic_path(os.path.join(directory, SAFETENSORS)) as tmp:
     save_file(tensors, tmp, metadata={"format": "pt"})
   with atomic_path(os.path.join(directory, CONFIG)) as tmp:

@@ -222,7 +222,8 @@ def check_writable(config: AlbertConfig) -> None:
 def write_preset(model, directory: str, spm_model: Optional[Union[str, bytes]] = None,
                  num_classes: Optional[int] = None, dropout: float = 0.1,
                  sequence_length: int = 512, activation: Optional[str] = None,
-                 labels: Optional[list] = None, problem_type: Optional[str] = None) -> str:
+                 labels: Optional[list] = None, problem_type: Optional[str] = None,
+                 extra: Optional[dict] = None) -> str:
   """Writes `model`'s backbone (and, with `num_classes`, its classifier head as an
   AlbertTextClassifier) as a KerasHub preset in `directory` (which must be empty), with
   the SentencePiece tokenizer when `spm_model` (a file, or a serialized model) is given.
@@ -264,6 +265,7 @@ def write_preset(model, directory: str, spm_model: Optional[Union[str, bytes]] =
     metadata = _read_json(os.path.join(directory, METADATA))
     metadata.update({k: v for k, v in (("problem_type", problem_type),
                                        ("labels", list(labels) if labels else None)) if v})
+    metadata.update(extra or {})     # a multi-label run's tuned thresholds
     with open(os.path.join(directory, METADATA), "w", encoding="utf-8") as f:
       json.dump(metadata, f, indent=4)
   return type(target).__name__

@@ -20,7 +20,7 @@ import numpy as np
 
 import tensorflow as tf
 
-from albert_tf import problems
+from albert_tf import problems, runs
 from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import own
 from albert_tf.data.records import read_dataset, write_records
@@ -58,8 +58,18 @@ class ClassifierOptions(StepOptions):
                              "a non-integer: regression; else single-label), or one of "
                              "transformers' names.", choices=(problems.AUTO,
                              *problems.TYPES))
-  multi_label_threshold: float = option(0.5, "Multi-label: a label is predicted when its "
-                                        "sigmoid is above this.")
+  multi_label_threshold: Optional[str] = option(
+      None, "Multi-label: a label is predicted when its sigmoid is above this number; tune: "
+      "above each label's own threshold, the one of best F1 on dev at the best checkpoint "
+      "(written to thresholds.txt, and used by every export). Default: the run's tuned "
+      "thresholds if it has them, else 0.5.")
+  class_weight: str = option("none", "Single-label: balanced weighs each class's loss by "
+                             "rows / (classes x its rows), as scikit-learn's "
+                             "class_weight=\"balanced\".", choices=("none", "balanced"))
+  pos_weight: str = option("none", "Multi-label: balanced weighs each label's positives by "
+                           "its negatives / positives in the training rows (at most 10), "
+                           "as torch's BCEWithLogitsLoss(pos_weight).",
+                           choices=("none", "balanced"))
   best_metric: Optional[str] = option(None, "Your files: the dev metric that picks "
                                       "model.ckpt-best (default accuracy, micro_f1 or pearson).")
   do_train: bool = option(False, "Fine-tune on train.tsv.")
@@ -78,8 +88,18 @@ class ClassifierRun(FinetuningTask):
 
   def check_options(self):
     opts = self.opts
+    self.tune = opts.multi_label_threshold == TUNE
+    self.threshold = 0.5 if opts.multi_label_threshold in (None, TUNE) else _number(
+        opts.multi_label_threshold)
     self.examples: Examples = examples_of(opts)
     self.name = self.examples.name
+    weighted = [f"--{k}={getattr(opts, k)}" for k in ("class_weight", "pos_weight")
+                if getattr(opts, k) != "none"]
+    if opts.task_name and (weighted or self.tune):
+      raise ValueError(f"{', '.join(weighted) or '--multi_label_threshold=tune'} is for your "
+                       "own files (--train_file), not a GLUE task")
+    if self.tune and not opts.dev_file:
+      raise ValueError("--multi_label_threshold=tune chooses thresholds on dev: pass --dev_file")
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
       raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
 
@@ -92,6 +112,26 @@ class ClassifierRun(FinetuningTask):
     self.problem, self.best_metric = data.problem, data.best_metric
     self.targets = {split: problems.targets(rows, self.problem, data.path(opts, split))
                     for split, rows in self.rows.items() if rows[0].label is not None}
+    multi = self.problem.type == problems.MULTI
+    if (self.tune or opts.pos_weight != "none") and not multi:
+      flag = "--multi_label_threshold=tune" if self.tune else f"--pos_weight={opts.pos_weight}"
+      raise ValueError(f"{flag} is for multi-label files; this problem is {self.problem.type}")
+    if opts.class_weight != "none" and self.problem.type != problems.SINGLE:
+      raise ValueError(f"--class_weight={opts.class_weight} is for single-label files; this "
+                       f"problem is {self.problem.type} (multi-label: --pos_weight)")
+    if opts.multi_label_threshold is None and multi:     # the run's tuned ones, if any
+      earlier = runs.earlier(opts.output_dir)
+      if earlier is not None and earlier.problem is not None and earlier.problem.labels == \
+          self.problem.labels:
+        self.threshold = earlier.multi_label_threshold
+    # The loss's weights, from the training rows (recorded in the run, used by the loss only).
+    self.loss_weights = None
+    how = opts.class_weight if opts.class_weight != "none" else opts.pos_weight
+    if how != "none" and "train" in self.targets:
+      self.loss_weights = self.problem.loss_weights(np.asarray(self.targets["train"]), how)
+      shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(self.problem.labels, self.loss_weights))
+      print(f"Loss weights (--{'pos' if multi else 'class'}_weight={how}): {shown}")
+      data.loss_weights = self.loss_weights
 
   def check_outputs(self):
     self.check_export_dir()
@@ -103,7 +143,8 @@ class ClassifierRun(FinetuningTask):
     return any(split in self.targets for split in self.examples.dev_splits)
 
   def needs_inference(self):
-    return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir)
+    return self.opts.do_eval or self.opts.do_predict or bool(self.opts.export_dir) \
+        or (self.tune and self.can_evaluate())
 
   # -- features
 
@@ -152,7 +193,8 @@ class ClassifierRun(FinetuningTask):
                             seed=self.opts.seed)
 
   def per_example_loss(self, model, batch, training):
-    return self.problem.per_example_loss(model(batch, training=training), batch["label_ids"])
+    return self.problem.per_example_loss(model(batch, training=training), batch["label_ids"],
+                                         self.loss_weights)
 
   def train_dataset(self):
     return self.dataset("train", self.micro_batch_size, is_training=True)
@@ -174,8 +216,7 @@ class ClassifierRun(FinetuningTask):
   def dev_metrics(self, logits: Dict[str, np.ndarray]) -> Dict[str, float]:
     result = {}
     for split, rows in logits.items():                                  # rows: [N, C]
-      values = self.examples.metrics(np.asarray(self.targets[split]), rows,
-                                     self.opts.multi_label_threshold)
+      values = self.examples.metrics(np.asarray(self.targets[split]), rows, self.threshold)
       prefix = "" if split == "dev" else split[len("dev_"):] + "_"
       result.update({prefix + k: v for k, v in values.items()})
     return result
@@ -184,6 +225,8 @@ class ClassifierRun(FinetuningTask):
 
   def infer(self, model, weights):
     opts, results = self.opts, {}
+    if self.tune and self.can_evaluate():
+      self.tune_thresholds(model)
     if opts.do_eval:
       results["eval"] = self.write_eval_results(model)
     if opts.do_predict:
@@ -192,6 +235,16 @@ class ClassifierRun(FinetuningTask):
       self.export(model, weights)
     return results
 
+  def tune_thresholds(self, model) -> None:
+    """--multi_label_threshold=tune: each label's threshold of best dev F1 with the best
+    weights, written to thresholds.txt and used from now on."""
+    labels = self.problem.labels
+    self.threshold = self.problem.tune_thresholds(np.asarray(self.targets["dev"]),
+                                                  self.dev_logits(model)["dev"])
+    path = runs.write_thresholds(self.opts.output_dir, labels, self.threshold)
+    print(f"Tuned thresholds (best dev F1 of each label), in {path}: "
+          + ", ".join(f"{n} {t:.3g}" for n, t in zip(labels, self.threshold)))
+
   def write_eval_results(self, model) -> Dict[str, float]:
     opts = self.opts
     logits = self.dev_logits(model)
@@ -199,12 +252,12 @@ class ClassifierRun(FinetuningTask):
     result = dict(global_step=step if step is not None else -1, **self.dev_metrics(logits))
     if self.examples.picture:
       self.problem.picture(np.asarray(self.targets["dev"]), logits["dev"],
-                           opts.multi_label_threshold, os.path.join(opts.output_dir, PICTURE),
+                           self.threshold, os.path.join(opts.output_dir, PICTURE),
                            f"dev, step {result['global_step']}")
     if "train" in self.targets:
       result.update(self.examples.baseline(np.asarray(self.targets["train"]),
                                            np.asarray(self.targets["dev"]),
-                                           opts.multi_label_threshold))
+                                           0.5))
     write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
     for k, v in result.items():
       logging.info("eval %s = %s", k, v)
@@ -217,7 +270,7 @@ class ClassifierRun(FinetuningTask):
       rows = self.rows[split]
       path = self.examples.write_predictions(self.opts.output_dir, split, rows,
                                              self.split_logits(model, split),
-                                             self.opts.multi_label_threshold)
+                                             self.threshold)
       print(f"Wrote {len(rows)} predictions to {path}")
       count += len(rows)
     return count
@@ -227,12 +280,26 @@ class ClassifierRun(FinetuningTask):
     from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
     opts, problem = self.opts, self.problem
     threshold = None if math.isnan(opts.threshold_to_export) else opts.threshold_to_export
-    multi = problem.serving_threshold(opts.multi_label_threshold)
+    multi = problem.serving_threshold(self.threshold)
     self.export_once(weights, "classifier", (problem.type, opts.max_seq_length, threshold, multi),
                      lambda **kw: export_classifier(
                          model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
                          problem.export_labels, pairs=self.examples.pairs, threshold=threshold,
                          multi_label_threshold=multi, **kw))
+
+
+TUNE = "tune"
+
+
+def _number(value: str) -> float:
+  """--multi_label_threshold's number, checked."""
+  try:
+    number = float(value)
+  except ValueError:
+    number = float("nan")
+  if not 0 < number < 1:
+    raise ValueError(f"--multi_label_threshold={value}: a number in (0, 1), or tune")
+  return number
 
 
 def run(opts: ClassifierOptions) -> Dict[str, Dict[str, float]]:

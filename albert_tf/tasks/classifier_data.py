@@ -21,7 +21,7 @@ true scores) is drawn for them.
 
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -41,6 +41,7 @@ class Examples:
   problem: problems.Problem
   best_metric: str
   pairs: bool                   # sentence pairs (two text inputs)
+  loss_weights: Optional[tuple] = None   # --class_weight / --pos_weight's, once computed
   dev_splits: List[str]
   test_splits: List[str]
   picture: bool = False         # draw best_checkpoint.png
@@ -162,8 +163,6 @@ class OwnFiles(Examples):
     if len(text_columns) not in (1, 2) or not all(text_columns):
       raise ValueError(f"--text_columns={opts.text_columns}: one column (a text) or two, "
                        "comma-separated (a sentence pair)")
-    if not 0 < opts.multi_label_threshold < 1:
-      raise ValueError(f"--multi_label_threshold={opts.multi_label_threshold} must be in (0, 1)")
     self.columns = own.Columns(tuple(text_columns), opts.label_column, opts.id_column,
                                opts.label_delimiter)
     self.pairs = len(text_columns) == 2
@@ -221,9 +220,13 @@ class OwnFiles(Examples):
     return path
 
   def record(self):
+    weights = tuple(self.loss_weights or ())
+    multi = self.problem.type == problems.MULTI
     return runs.ClassifierSettings(self.problem.type, tuple(self.problem.labels),
                                    tuple(self.columns.text), self.columns.label,
-                                   self.columns.label_delimiter)
+                                   self.columns.label_delimiter,
+                                   class_weight=() if multi else weights,
+                                   pos_weight=weights if multi else ())
 
 
 def prediction(problem: problems.Problem, row: own.Row, logits: np.ndarray,
