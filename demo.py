@@ -143,9 +143,9 @@ def main(argv):
   hub_dir = os.path.join(out, "hub")
   timings["TF-Hub export"] = _run(
       "4. TF-Hub SavedModels (encoder with .mlm/.sop, preprocessor)", "hub_export/export.py",
-      albert_config_file=config_file,
-      init_checkpoint=os.path.join(pretrain_dir, f"model.ckpt-{pretrain_steps}"),
-      spm_model_file=spm_model, export_path=os.path.join(hub_dir, "albert_encoder"),
+      # The pretraining run: its config, its latest weights and the vocabulary its data
+      # was made with (create_pretraining_data.py recorded it beside the shards).
+      albert_directory=pretrain_dir, export_path=os.path.join(hub_dir, "albert_encoder"),
       export_preprocessing_path=os.path.join(hub_dir, "albert_preprocess"),
       default_seq_length=SEQ)
 

@@ -345,3 +345,47 @@ def test_damaged_inputs_are_named(data, tmp_path, spm_model):
     pd.write_pretraining_data([str(empty)], [str(out)], spm_model,
                               pd.DataOptions(max_seq_length=64), progress=False)
   assert not out.exists()
+
+
+def test_the_vocabulary_travels_from_the_data_to_fine_tuning(data, tmp_path, spm_model):
+  """create_pretraining_data.py records its vocabulary beside the shards, run_pretraining.py
+  in its run, and run_classifier.py --albert_directory=<the pretraining run> then needs no
+  vocabulary flag; a vocabulary changed since, or another one given, is refused by name."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from albert_tf import runs  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import create_pretraining_data  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  from albert_tf.text import vocab  # pylint: disable=import-outside-toplevel
+  from test_own_data import jsonl, topic_rows  # pylint: disable=import-outside-toplevel
+  vocabulary = str(tmp_path / "pydoc.model")
+  shutil.copyfile(spm_model, vocabulary)
+  shards = [str(tmp_path / "shards" / f"pydoc-{i}.tfrecord") for i in range(2)]
+  create_pretraining_data.create(create_pretraining_data.CreationOptions(
+      input_file=str(data["root"] / "pydoc.txt"), output_file=",".join(shards),
+      spm_model_file=vocabulary, max_seq_length=64, max_predictions_per_seq=10,
+      dupe_factor=1, progress=False))
+  record = json.loads(open(shards[0] + pd.VOCABULARY_RECORD).read())
+  assert record["spm_model_file"] == os.path.abspath(vocabulary) and record["do_lower_case"]
+  glob = str(tmp_path / "shards" / "*")            # (the records match a glob too)
+  pretraining.run(options(data, tmp_path / "pre", input_file=glob, num_train_steps=2))
+  run = runs.Run.read(str(tmp_path / "pre"))
+  assert run.vocabulary() == (os.path.abspath(vocabulary), None)
+  rows = topic_rows(40, np.random.default_rng(0))
+  result = classification.run(classification.ClassifierOptions(
+      train_file=jsonl(tmp_path / "train.jsonl", rows), output_dir=str(tmp_path / "fine"),
+      albert_directory=str(tmp_path / "pre"), max_seq_length=32, train_batch_size=8,
+      train_step=2, warmup_step=0, save_checkpoints_steps=2, do_train=True, progress=False))
+  assert result["train"]
+  assert runs.Run.read(str(tmp_path / "fine")).vocabulary()[0] == os.path.abspath(vocabulary)
+  # Another vocabulary given for the same shards, and the recorded one changed since.
+  other = vocab.train_vocab(str(data["root"] / "pydoc.txt"), str(tmp_path / "other"),
+                            vocab_size=1200)
+  with pytest.raises(ValueError, match=r"--spm_model_file=.*other.model is not the "
+                                       r"vocabulary --input_file was made with"):
+    pretraining.run(options(data, tmp_path / "pre2", input_file=",".join(shards),
+                            spm_model_file=other, num_train_steps=2))
+  shutil.copyfile(other, vocabulary)
+  with pytest.raises(ValueError, match=r"pydoc.model \(the vocabulary --input_file's shards "
+                                       r"record\) is not the vocabulary"):
+    pretraining.run(options(data, tmp_path / "pre3", input_file=",".join(shards),
+                            num_train_steps=2))

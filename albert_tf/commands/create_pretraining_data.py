@@ -14,7 +14,7 @@ from albert_tf.cli import Original, option
 from albert_tf.data import corpus, pretraining_beam
 from albert_tf.data.pipeline import DEFAULT_CHUNK_MB, BeamFlags
 from albert_tf.data.pretraining import (DataOptions, no_examples_error,
-                                        write_pretraining_data)
+                                        write_pretraining_data, write_vocabulary_records)
 from albert_tf.files import expand_files
 
 # Flags of the original create_pretraining_data.py that are not options here.
@@ -84,6 +84,7 @@ def create(opts: CreationOptions) -> dict:
                                     num_workers=opts.num_workers, overwrite=opts.overwrite,
                                     progress=opts.progress, vocab_file=opts.vocab_file,
                                     chunk_mb=opts.chunk_mb)
+  write_vocabulary_records(outputs, opts.spm_model_file, opts.vocab_file, opts.do_lower_case)
   for line in report.describe_problems():
     print(f"create_pretraining_data: {line}")
   size = sum(tf.io.gfile.stat(f).length for f in inputs)

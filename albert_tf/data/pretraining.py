@@ -26,16 +26,18 @@ choice between the two are `albert_tf.commands.create_pretraining_data`'s.
 
 import dataclasses
 import functools
+import json
 import multiprocessing
 import os
 import random
 import shutil
 import tempfile
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import files as files_lib
 from albert_tf.cli import Checked, option
 from albert_tf.data import corpus, pipeline
 from albert_tf.data.records import first_record, read_dataset, serialize
@@ -388,6 +390,43 @@ def check_outputs(output_files: Sequence[str], overwrite: bool) -> None:
   for f in output_files:
     tf.io.gfile.makedirs(os.path.dirname(os.path.abspath(f)) if "://" not in f
                          else os.path.dirname(f))
+
+
+VOCABULARY_RECORD = ".vocabulary.json"   # beside each shard: the vocabulary it was made with
+
+
+def write_vocabulary_records(output_files: Sequence[str], spm_model_file: Optional[str],
+                             vocab_file: Optional[str], do_lower_case: bool) -> None:
+  """`<shard>.vocabulary.json` beside each shard: the vocabulary's path, its fingerprint
+  and the casing, which run_pretraining.py records in its run (so that fine-tuning,
+  exporting and converting from it need no vocabulary flag)."""
+  vocabulary = spm_model_file or vocab_file
+  record = dict(spm_model_file=os.path.abspath(spm_model_file) if spm_model_file else None,
+                vocab_file=os.path.abspath(vocab_file) if vocab_file else None,
+                do_lower_case=bool(do_lower_case),
+                fingerprint=files_lib.fingerprint(files=[vocabulary]))
+  for f in output_files:
+    with tf.io.gfile.GFile(f + VOCABULARY_RECORD, "w") as out:
+      out.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def recorded_vocabulary(data_files: Sequence[str]) -> Optional[Dict[str, object]]:
+  """The vocabulary the shards `data_files` record (`write_vocabulary_records`), or None
+  when none does; shards made with different ones are an error naming two of them."""
+  found = {}
+  for f in data_files:
+    if tf.io.gfile.exists(f + VOCABULARY_RECORD):
+      with tf.io.gfile.GFile(f + VOCABULARY_RECORD) as record:
+        found[f] = json.load(record)
+  if not found:
+    return None
+  first, record = next(iter(found.items()))
+  for f, other in found.items():
+    if other != record:
+      raise ValueError(f"--input_file: {first} and {f} were made with different vocabularies "
+                       f"({record.get('spm_model_file') or record.get('vocab_file')}, "
+                       f"{other.get('spm_model_file') or other.get('vocab_file')})")
+  return record
 
 
 def no_examples_error(input_files: Sequence[str], report: corpus.Report) -> ValueError:

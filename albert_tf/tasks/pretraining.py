@@ -17,13 +17,14 @@ import tensorflow as tf
 
 from albert_tf.cli import TPU_FLAGS, Original, option
 from albert_tf.data import pretraining as data
-from albert_tf.files import expand_files, write_results
+from albert_tf.files import expand_files, fingerprint, write_results
 from albert_tf.formats import load_checkpoint, save_original_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf import runs
 from albert_tf.sources import describe
 from albert_tf.tasks.base import RuntimeOptions
+from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.modeling import precision
 from albert_tf.training.distribute import check_batch_sizes, get_strategy, is_chief
 from albert_tf.training.trainer import Trainer, TrainerOptions, check_accumulation
@@ -55,6 +56,13 @@ class PretrainingOptions(RuntimeOptions):
                                           "checkpoint, or Hugging Face directory.")
   init_from_group0: bool = option(False, "Start groups that --init_checkpoint (original "
                                   "names) lacks from its group 0.")
+  spm_model_file: Optional[str] = option(
+      None, "The vocabulary to record in the run, for fine-tuning and exporting from it "
+      "(default: the one --input_file's shards record, create_pretraining_data.py's).")
+  vocab_file: Optional[str] = option(None, "A WordPiece vocabulary to record, instead of "
+                                     "--spm_model_file.")
+  do_lower_case: bool = option(True, "With --spm_model_file / --vocab_file: the casing to "
+                               "record.")
   do_train: bool = option(False, "Train.")
   do_eval: bool = option(False, "Evaluate on --input_file after training.")
   train_batch_size: int = option(4096, "Global training batch size: the examples of one "
@@ -119,7 +127,9 @@ class Pretraining:
       raise ValueError("at least one of --do_train and --do_eval must be set")
     self.strategy = strategy or get_strategy(opts.distribution_strategy, opts.tpu,
                                                 opts.tpu_zone, opts.gcp_project)
-    self.files = expand_files(opts.input_file)
+    # (a glob over the shards' directory also finds their vocabulary records)
+    self.files = [f for f in expand_files(opts.input_file)
+                  if not f.endswith(data.VOCABULARY_RECORD)]
     data.check_records(self.files, opts.max_seq_length, opts.max_predictions_per_seq)
     if not (opts.albert_config_file or opts.albert_directory):
       raise ValueError("pass --albert_config_file (the model to train) or --albert_directory "
@@ -140,8 +150,8 @@ class Pretraining:
         opts.dtype, precision.probe_shape(
             self.config, opts.train_batch_size // opts.gradient_accumulation_steps
             // self.strategy.num_replicas_in_sync * opts.max_seq_length), recorded))
-    runs.claim(opts.output_dir, dict(task="pretraining", model=self.config.to_dict()),
-               self.strategy, opts)
+    runs.claim(opts.output_dir, dict(task="pretraining", model=self.config.to_dict(),
+                                     **self.vocabulary()), self.strategy, opts)
     saved = os.path.join(opts.output_dir, "albert_config.json")
     if is_chief(self.strategy) and not os.path.exists(saved):
       self.config.to_json_file(saved)  # what fine-tuning and export read
@@ -163,6 +173,38 @@ class Pretraining:
         gradient_accumulation_steps=opts.gradient_accumulation_steps), self.strategy, self, train_data, initialize=self._initialize,
         data_files=self.files)
     self.model = self.trainer.model
+
+  def vocabulary(self) -> Dict[str, object]:
+    """What the run records of its vocabulary (as a fine-tuning run does): the one given,
+    else the one --input_file's shards record; nothing when neither says one. Checked
+    against the shards' fingerprint and the model's vocab_size."""
+    opts = self.opts
+    if opts.spm_model_file and opts.vocab_file:
+      raise ValueError("pass --spm_model_file or --vocab_file, not both")
+    recorded = data.recorded_vocabulary(self.files)
+    given = opts.spm_model_file or opts.vocab_file
+    flag = "--spm_model_file" if opts.spm_model_file else "--vocab_file"
+    if given:
+      if not tf.io.gfile.exists(given):
+        raise FileNotFoundError(f"{flag}={given} not found")
+      spm, vocab, lower, where = opts.spm_model_file, opts.vocab_file, opts.do_lower_case, \
+          f"{flag}={given}"
+    elif recorded:
+      spm, vocab, lower = recorded["spm_model_file"], recorded["vocab_file"], \
+          recorded["do_lower_case"]
+      where = f"{spm or vocab} (the vocabulary --input_file's shards record)"
+      if not tf.io.gfile.exists(spm or vocab):
+        raise FileNotFoundError(f"{where} is missing; pass --spm_model_file or --vocab_file")
+    else:
+      return {}
+    if recorded and recorded["fingerprint"] != fingerprint(files=[spm or vocab]):
+      made = recorded["spm_model_file"] or recorded["vocab_file"]
+      raise ValueError(f"{where} is not the vocabulary --input_file was made with ({made}, "
+                       "as it was then)")
+    FullTokenizer(vocab_file=vocab, spm_model_file=spm, do_lower_case=lower).check_fits(
+        self.config.vocab_size, where)
+    return {("spm_model_file" if spm else "vocab_file"): os.path.abspath(spm or vocab),
+            "do_lower_case": bool(lower)}
 
   # -- the Trainer's view of the task
 
