@@ -45,7 +45,7 @@ from albert_tf.files import atomic_open
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
 from albert_tf.progress import progress_bar
-from albert_tf.text.packing import pack_texts
+from albert_tf.text.packing import pack_texts, pack_windows
 from albert_tf.text.tokenization import FullTokenizer
 
 Example = Union[str, Sequence, Dict[str, object]]
@@ -324,6 +324,15 @@ class Classifying(Answers):
         for j, r in enumerate(batch):
           out[r] = p.problem.answer_of_outputs(values[j], threshold)
       return out
+    recorded = p.recorded
+    if getattr(recorded, "windows", False):     # --long_text=windows: pooled as it trained
+      windows = [pack_windows(p.tokenizer, values[0], p.seq_length, recorded.doc_stride)
+                 for values in rows]
+      logits = p.run([w for ws in windows for w in ws], progress)["logits"]  # [windows, C]
+      ends = np.cumsum([len(ws) for ws in windows])
+      pool = np.max if recorded.window_pooling == "max" else np.mean
+      return [p.problem.answer(pool(logits[end - len(ws):end], axis=0), threshold)
+              for ws, end in zip(windows, ends)]
     packed = [pack_texts(p.tokenizer, values, p.seq_length) for values in rows]
     logits = p.run(packed, progress)["logits"]
     return [p.problem.answer(row, threshold) for row in logits]

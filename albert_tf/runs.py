@@ -80,6 +80,24 @@ class ClassifierSettings(Settings):
   # The loss's weights (--class_weight / --pos_weight=balanced), from the training rows.
   class_weight: Tuple[float, ...] = ()
   pos_weight: Tuple[float, ...] = ()
+  # --long_text=windows: each text in windows of max_seq_length, doc_stride apart, their
+  # logits pooled (mean or max).
+  long_text: str = "truncate"
+  doc_stride: int = 64
+  window_pooling: str = "mean"
+
+  @property
+  def windows(self) -> bool:
+    return self.long_text == "windows"
+
+  def to_record(self) -> dict:
+    """As `Settings.to_record`, without the later fields at their defaults: a run recorded
+    before them is the same run."""
+    record = super().to_record()
+    for f in dataclasses.fields(self)[5:]:
+      if record[f.name] == (list(f.default) if isinstance(f.default, tuple) else f.default):
+        del record[f.name]
+    return record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +170,19 @@ class Kind:
     return self.answers or self.name
 
 
+def refuse_windows(run: "Run", what: str) -> None:
+  """One line for an export that classifies one window of a --long_text=windows run."""
+  settings = run.settings
+  if getattr(settings, "windows", False):
+    raise ValueError(f"{run.flag}={run.path} was trained with --long_text=windows: {what} "
+                     "classifies one window of --max_seq_length, not a text's windows pooled; "
+                     "predict with predict.py (locally, or on Beam with "
+                     "--runtime=onnxruntime), which windows and pools as the run does")
+
+
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
+  refuse_windows(run, "a TFLite file")
   return LiteClassifier(model, tokenizer, seq_length, run.text_fields, run.problem)
 
 
@@ -164,6 +193,7 @@ def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
 
 def _serve_classifier(run: "Run", model, path: str, record: dict) -> None:
   from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
+  refuse_windows(run, "the serving export")
   problem = run.problem
   export_classifier(model, path, run.tokenizer(), run.max_seq_length, problem.export_labels,
                     pairs=len(run.text_fields) == 2, overwrite=True, record=record,

@@ -375,6 +375,66 @@ def test_tuned_thresholds_and_balanced_weights_find_rare_labels(model, tmp_path)
         for p in predicted]
 
 
+def long_rows(count, rng, tokenizer, after=60):
+  """Long texts of pydoc sentences whose label one sentence says, with "indeed" (agree) or
+  "however" (disagree), after the first `after` pieces: past the first two windows of 32
+  pieces 16 apart, and past what --max_seq_length=32 keeps."""
+  from albert_tf.data import sample_corpus  # pylint: disable=import-outside-toplevel
+  sentences = [s for doc in sample_corpus.pydoc_documents() for s in doc
+               if 5 <= len(s.split()) <= 15 and "indeed" not in s and "however" not in s]
+  rows = []
+  for i in range(count):
+    label = str(rng.choice(["agree", "disagree"]))
+    before = []
+    while len(tokenizer.encode(" ".join(before))) < after:
+      before.append(sentences[int(rng.integers(len(sentences)))])
+    word = {"agree": "indeed", "disagree": "however"}[label]
+    deciding = f"{word.capitalize()}, it is so; {word}."                  # the one sentence
+    text = " ".join(before + [deciding, sentences[int(rng.integers(len(sentences)))]])
+    rows.append(dict(id=f"d{i}", text=text, label=label))
+  return rows
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_long_texts_learn_in_windows_where_truncation_cannot(model, tmp_path):
+  """The deciding word after the first two windows: --long_text=truncate stays at chance,
+  --long_text=windows learns it (>= 0.9), and predict.py windows and pools as
+  --do_predict does; a serving or TFLite export of the run is refused in one line."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(model["seed"])
+  tokenizer = FullTokenizer(spm_model_file=model["spm"])
+  files = {split: jsonl(tmp_path / f"{split}.jsonl", long_rows(n, rng, tokenizer))
+           for split, n in (("train", 600), ("dev", 200), ("test", 40))}
+  results = {}
+  for how in ("truncate", "windows"):
+    results[how] = classification.run(own_options(
+        model, tmp_path / how, train_file=files["train"], dev_file=files["dev"],
+        test_file=files["test"], id_column="id", long_text=how, doc_stride=16,
+        window_pooling="max", train_step=300, warmup_step=30, train_batch_size=16,
+        learning_rate=3e-3, save_checkpoints_steps=100))["eval"]
+  print("long texts, dev accuracy:", {k: round(v["accuracy"], 4) for k, v in results.items()},
+        "majority", round(results["windows"]["baseline_accuracy"], 4))
+  assert results["truncate"]["accuracy"] < 0.65
+  assert results["windows"]["accuracy"] >= 0.9
+  run = tmp_path / "windows"
+  want = read_predictions(run / "test_predictions.jsonl")
+  out = tmp_path / "predict.jsonl"
+  predict.run(predict.PredictOptions(model=str(run), input_file=files["test"],
+                                     output_file=str(out), id_column="id", progress=False))
+  got = read_predictions(out)
+  assert [g["label"] for g in got] == [w["label"] for w in want]
+  np.testing.assert_allclose([list(g["probabilities"].values()) for g in got],
+                             [list(w["probabilities"].values()) for w in want], atol=1e-5)
+  with pytest.raises(ValueError, match="trained with --long_text=windows: a TFLite file "
+                                       "classifies one window"):
+    export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
+                                                  output_file=str(tmp_path / "x.tflite")))
+
+
 @pytest.mark.slow
 @pytest.mark.learning
 def test_single_label_csv_pairs_and_regression_tsv_learn(model, tmp_path):

@@ -19,6 +19,7 @@ from typing import Iterator, List, Optional, Sequence
 
 from albert_tf.data.squad import max_context_windows
 from albert_tf.files import read_text
+from albert_tf.text import packing
 
 DOCSTART = "-DOCSTART-"
 SCHEMES = ("IOB2", "IOB1", "BIOES")
@@ -169,9 +170,7 @@ def windows(sentence_index: int, pieces: Sequence[Sequence[int]], tag_ids: Seque
     first.append(len(flat))
     flat.extend(ids)
     owner.extend([w] * len(ids))
-  starts = [0]
-  while starts[-1] + room < len(flat):
-    starts.append(starts[-1] + min(stride, room))
+  starts = packing.window_starts(len(flat), room, stride)
   # Each piece's window of most context (SQuAD's rule, as for its document windows).
   best = max_context_windows([(start, len(flat[start:start + room])) for start in starts],
                              len(flat))

@@ -28,11 +28,16 @@ from albert_tf.files import write_results
 from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks.base import FinetuningTask, StepOptions
 from albert_tf.tasks.classifier_data import PICTURE, Examples, examples_of
-from albert_tf.text.packing import pack_texts
+from albert_tf.text.packing import pack_texts, pack_windows
 
 
 # Flags of the original run_classifier.py that are not options here.
 ORIGINAL_FLAGS = dict(TPU_FLAGS)
+
+
+TUNE = "tune"                          # --multi_label_threshold=tune
+WINDOWS = "windows"
+LONG_TEXT = ("truncate", WINDOWS)      # --long_text
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -79,6 +84,15 @@ class ClassifierOptions(StepOptions):
   threshold_to_export: float = option(float("nan"), "A decision threshold the exported "
                                       "classifier serves with its outputs (`threshold`); NaN: "
                                       "none. (The original's flag.)")
+  long_text: str = option("truncate", "Your files, one text column: truncate (the text's "
+                          "first --max_seq_length pieces) or windows (every piece: windows "
+                          "of --max_seq_length, --doc_stride pieces apart, their logits "
+                          "pooled by --window_pooling, in training, eval and prediction).",
+                          choices=LONG_TEXT)
+  doc_stride: int = option(64, "--long_text=windows: pieces between window starts.",
+                           at_least=1)
+  window_pooling: str = option("mean", "--long_text=windows: an example's logits are the "
+                               "mean or the max of its windows'.", choices=("mean", "max"))
   skip_malformed_rows: bool = option(False, "Skip rows with the wrong number of fields, with a "
                                      "warning (the original did so for QQP), instead of failing.")
 
@@ -100,6 +114,18 @@ class ClassifierRun(FinetuningTask):
                        "own files (--train_file), not a GLUE task")
     if self.tune and not opts.dev_file:
       raise ValueError("--multi_label_threshold=tune chooses thresholds on dev: pass --dev_file")
+    self.windows = opts.long_text == WINDOWS
+    if self.windows and opts.export_dir:
+      raise ValueError("--long_text=windows with --export_dir: the serving export classifies "
+                       "one window, not a text's windows pooled; predict with predict.py "
+                       "--model=<--output_dir>, which windows and pools as the run does")
+    if self.windows:    # (recorded in the run: predict.py windows and pools as it trained)
+      self.examples.long_text = dict(long_text=WINDOWS, doc_stride=opts.doc_stride,
+                                     window_pooling=opts.window_pooling)
+    if self.windows and (opts.task_name or self.examples.pairs):
+      raise ValueError("--long_text=windows is for your own files of one text column "
+                       f"(--text_columns={opts.text_columns}" + (
+                           f", --task_name={opts.task_name}" if opts.task_name else "") + ")")
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
       raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
 
@@ -127,7 +153,11 @@ class ClassifierRun(FinetuningTask):
     # The loss's weights, from the training rows (recorded in the run, used by the loss only).
     self.loss_weights = None
     how = opts.class_weight if opts.class_weight != "none" else opts.pos_weight
-    if how != "none" and "train" in self.targets:
+    earlier = runs.earlier(opts.output_dir)
+    if "train" not in self.targets and earlier is not None and \
+        isinstance(earlier.settings, runs.ClassifierSettings):   # (what the run trained with)
+      data.loss_weights = earlier.settings.pos_weight or earlier.settings.class_weight or None
+    elif how != "none" and "train" in self.targets:
       self.loss_weights = self.problem.loss_weights(np.asarray(self.targets["train"]), how)
       shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(self.problem.labels, self.loss_weights))
       print(f"Loss weights (--{'pos' if multi else 'class'}_weight={how}): {shown}")
@@ -169,20 +199,36 @@ class ClassifierRun(FinetuningTask):
   def features(self, row: own.Row, target) -> Dict[str, object]:
     """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, a pair truncated
     longest first."""
-    packed = pack_texts(self.source.tokenizer, row.texts, self.opts.max_seq_length)
     if target is None:   # unlabelled test rows
       target = self.problem.empty_target()
+    if self.windows:     # every window's inputs, one after the other: [K * S]
+      packed = pack_windows(self.source.tokenizer, row.texts[0], self.opts.max_seq_length,
+                            self.opts.doc_stride)
+      return dict(**{name: [i for p in packed for i in p[key]] for name, key in (
+          ("input_ids", "input_word_ids"), ("input_mask", "input_mask"),
+          ("segment_ids", "input_type_ids"))}, label_ids=target)
+    packed = pack_texts(self.source.tokenizer, row.texts, self.opts.max_seq_length)
     return dict(input_ids=packed["input_word_ids"], input_mask=packed["input_mask"],
                 segment_ids=packed["input_type_ids"], label_ids=target)
 
   def dataset(self, split: str, batch_size: int, is_training: bool) -> tf.data.Dataset:
     """Batches of model inputs (input_word_ids, input_mask, input_type_ids) and
     `label_ids`; see `records.read_dataset`."""
-    seq = tf.io.FixedLenFeature([self.opts.max_seq_length], tf.int64)
+    seq_length = self.opts.max_seq_length
+    if self.windows:   # [B, K, S]: a batch's examples padded to its most windows
+      seq = tf.io.RaggedFeature(tf.int64)
+      def transform(batch):
+        for k in ("input_word_ids", "input_mask", "input_type_ids"):
+          dense = batch[k].to_tensor()                                        # [B, K * S]
+          batch[k] = tf.reshape(dense, [tf.shape(dense)[0], -1, seq_length])  # [B, K, S]
+        return batch
+    else:
+      seq, transform = tf.io.FixedLenFeature([seq_length], tf.int64), None
     schema = dict(input_ids=seq, input_mask=seq, segment_ids=seq,
                   label_ids=self.problem.target_feature())
     return read_dataset(self.records[split], schema, batch_size, is_training, self.opts.seed,
-                        bucket_by_length=self.opts.bucket_by_length)
+                        transform=transform,
+                        bucket_by_length=self.opts.bucket_by_length and not self.windows)
 
   # -- model
 
@@ -193,8 +239,16 @@ class ClassifierRun(FinetuningTask):
                             seed=self.opts.seed)
 
   def per_example_loss(self, model, batch, training):
-    return self.problem.per_example_loss(model(batch, training=training), batch["label_ids"],
-                                         self.loss_weights)
+    return self.problem.per_example_loss(self.over_windows(model)(batch, training=training),
+                                         batch["label_ids"], self.loss_weights)
+
+  def over_windows(self, model):
+    """`model`, or with --long_text=windows the same model over each example's windows."""
+    if not self.windows:
+      return model
+    if getattr(self, "_windowed", (None, None))[0] is not model:
+      self._windowed = (model, OverWindows(model, self.opts.window_pooling))
+    return self._windowed[1]
 
   def train_dataset(self):
     return self.dataset("train", self.micro_batch_size, is_training=True)
@@ -203,7 +257,8 @@ class ClassifierRun(FinetuningTask):
     """Logits [N, C] for every row of a split, in file order."""
     batch_size = self.opts.eval_batch_size if split.startswith("dev") \
         else self.opts.predict_batch_size
-    return self.predict_logits(model, self.dataset(split, batch_size, is_training=False))
+    return self.predict_logits(self.over_windows(model),
+                               self.dataset(split, batch_size, is_training=False))
 
   def evaluate(self, model) -> Dict[str, float]:
     """Dev metrics; a second dev split (MNLI's mismatched) is reported with its prefix."""
@@ -288,7 +343,29 @@ class ClassifierRun(FinetuningTask):
                          multi_label_threshold=multi, **kw))
 
 
-TUNE = "tune"
+
+
+class OverWindows(tf.Module):
+  """A classifier over each example's windows: inputs [B, K, S] (a window whose
+  input_mask is all 0 is padding) -> logits [B, C], the mean or the max over the
+  example's windows of the classifier's logits."""
+
+  def __init__(self, model, pooling: str):
+    super().__init__(name="over_windows")
+    self.model, self.pooling = model, pooling
+
+  def __call__(self, batch, training=None):
+    ids = batch["input_word_ids"]                                             # [B, K, S]
+    shape = tf.shape(ids)
+    flat = {k: tf.reshape(batch[k], [-1, shape[2]])                           # [B*K, S]
+            for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    logits = self.model(flat, training=training)                             # [B*K, C]
+    logits = tf.reshape(logits, [shape[0], shape[1], -1])                    # [B, K, C]
+    present = tf.reduce_any(batch["input_mask"] > 0, axis=-1)[:, :, None]    # [B, K, 1]
+    if self.pooling == "max":
+      return tf.reduce_max(tf.where(present, logits, logits.dtype.min), axis=1)   # [B, C]
+    weights = tf.cast(present, logits.dtype)
+    return tf.reduce_sum(logits * weights, 1) / tf.maximum(tf.reduce_sum(weights, 1), 1.0)
 
 
 def _number(value: str) -> float:

@@ -42,6 +42,7 @@ class Examples:
   best_metric: str
   pairs: bool                   # sentence pairs (two text inputs)
   loss_weights: Optional[tuple] = None   # --class_weight / --pos_weight's, once computed
+  long_text: dict = {}                   # --long_text=windows: it, --doc_stride, --window_pooling
   dev_splits: List[str]
   test_splits: List[str]
   picture: bool = False         # draw best_checkpoint.png
@@ -199,6 +200,8 @@ class OwnFiles(Examples):
 
   def features_key(self, opts, tokenizer, split):
     key = fingerprint(tokenizer.do_lower_case, opts.max_seq_length, self.problem.type,
+                      *((opts.long_text, opts.doc_stride) if opts.long_text != "truncate"
+                        else ()),
                       self.problem.labels, list(self.columns.text), self.columns.label,
                       self.columns.label_delimiter,
                       files=[self.path(opts, split), tokenizer.vocabulary_file])
@@ -226,7 +229,8 @@ class OwnFiles(Examples):
                                    tuple(self.columns.text), self.columns.label,
                                    self.columns.label_delimiter,
                                    class_weight=() if multi else weights,
-                                   pos_weight=weights if multi else ())
+                                   pos_weight=weights if multi else (),
+                                   **self.long_text)
 
 
 def prediction(problem: problems.Problem, row: own.Row, logits: np.ndarray,

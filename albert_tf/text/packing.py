@@ -52,3 +52,23 @@ def pack_inputs(ids_a: Sequence[int], ids_b: Optional[Sequence[int]], max_seq_le
   return dict(input_word_ids=word_ids + [pad_id] * padding,
               input_mask=[1] * len(word_ids) + [0] * padding,
               input_type_ids=type_ids + [0] * padding)
+
+
+def window_starts(length: int, room: int, stride: int) -> List[int]:
+  """Where the windows of `length` pieces start, `room` pieces each, `stride` apart (at
+  most `room`), the last reaching the end: SQuAD's and NER's rule for long documents."""
+  starts = [0]
+  while starts[-1] + room < length:
+    starts.append(starts[-1] + min(stride, room))
+  return starts
+
+
+def pack_windows(tokenizer, text: str, max_seq_length: int, stride: int
+                 ) -> List[Dict[str, List[int]]]:
+  """`[CLS] window [SEP]` of each window of one text's pieces (`window_starts`), packed
+  as `pack_inputs` packs them: one window for a text that fits."""
+  ids = tokenizer.encode(text)
+  room = max_seq_length - 2
+  return [pack_inputs(ids[start:start + room], None, max_seq_length, tokenizer.cls_id,
+                      tokenizer.sep_id, tokenizer.pad_id)
+          for start in window_starts(len(ids), room, stride)]
