@@ -232,7 +232,8 @@ def test_bad_lines_are_counted_and_named_and_an_empty_corpus_is_an_error(tmp_pat
                                    spm_model_file=spm_model, runner=runner, progress=False))
     assert not target.exists()
   assert sorted(os.listdir(tmp_path)) == ["bad.txt", "beam.tfrecord", "empty.txt", "out"]
-  assert os.listdir(tmp_path / "out") == ["train.tfrecord"]     # no spill files left
+  # no spill files left; the shard and the vocabulary it was made with
+  assert sorted(os.listdir(tmp_path / "out")) == ["train.tfrecord", "train.tfrecord.vocabulary.json"]
 
 
 def test_unreadable_inputs_and_shard_flags_are_named_before_any_work(tmp_path, spm_model):
@@ -264,6 +265,7 @@ def test_the_script_runs_the_pipeline_into_numbered_shards(inputs, spm_model, ru
   result = run_script("create_pretraining_data.py", *cmd)
   assert result.returncode == 0, result.stderr[-3000:]
   shards = [f"{out}-0000{k}-of-00003" for k in range(3)]
-  assert sorted(os.listdir(tmp_path / "data")) == sorted(os.path.basename(s) for s in shards)
+  assert sorted(os.listdir(tmp_path / "data")) == sorted(  # each with its vocabulary's record
+      os.path.basename(s) + suffix for s in shards for suffix in ("", ".vocabulary.json"))
   assert _digests(shards) == _digests(runs["local-1"][0])
   assert f"{runs['local-1'][1]['instances']} instances" in result.stdout
