@@ -677,7 +677,8 @@ def write_thresholds(output_dir: str, labels: List[str], thresholds: Tuple[float
   """thresholds.txt: each label and its tuned threshold, in id order, tab-separated."""
   path = os.path.join(output_dir, THRESHOLDS)
   with atomic_open(path) as f:
-    f.write("".join(f"{label}\t{t:.6g}\n" for label, t in zip(labels, thresholds)))
+    # (each float as Python writes it back exactly: predict.py reads the run's own values)
+    f.write("".join(f"{label}\t{float(t)!r}\n" for label, t in zip(labels, thresholds)))
   return path
 
 
@@ -688,9 +689,11 @@ def read_thresholds(output_dir: str, labels: List[str]) -> Optional[Tuple[float,
   if not tf.io.gfile.exists(path):
     return None
   with tf.io.gfile.GFile(path) as f:
-    lines = [line.rstrip("\n") for line in f if line.strip()]
+    lines = [line.rstrip("\n") for line in f]
   found = {}
   for n, line in enumerate(lines, 1):
+    if not line.strip():
+      continue
     name, _, value = line.rpartition("\t")
     try:
       t = float(value)

@@ -119,13 +119,13 @@ class ClassifierRun(FinetuningTask):
       raise ValueError("--long_text=windows with --export_dir: the serving export classifies "
                        "one window, not a text's windows pooled; predict with predict.py "
                        "--model=<--output_dir>, which windows and pools as the run does")
-    if self.windows:    # (recorded in the run: predict.py windows and pools as it trained)
-      self.examples.long_text = dict(long_text=WINDOWS, doc_stride=opts.doc_stride,
-                                     window_pooling=opts.window_pooling)
     if self.windows and (opts.task_name or self.examples.pairs):
       raise ValueError("--long_text=windows is for your own files of one text column "
                        f"(--text_columns={opts.text_columns}" + (
                            f", --task_name={opts.task_name}" if opts.task_name else "") + ")")
+    if self.windows:    # (recorded in the run: predict.py windows and pools as it trained)
+      self.examples.long_text = dict(long_text=WINDOWS, doc_stride=opts.doc_stride,
+                                     window_pooling=opts.window_pooling)
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
       raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
 
@@ -145,15 +145,14 @@ class ClassifierRun(FinetuningTask):
     if opts.class_weight != "none" and self.problem.type != problems.SINGLE:
       raise ValueError(f"--class_weight={opts.class_weight} is for single-label files; this "
                        f"problem is {self.problem.type} (multi-label: --pos_weight)")
+    earlier = runs.earlier(opts.output_dir)
     if opts.multi_label_threshold is None and multi:     # the run's tuned ones, if any
-      earlier = runs.earlier(opts.output_dir)
       if earlier is not None and earlier.problem is not None and earlier.problem.labels == \
           self.problem.labels:
         self.threshold = earlier.multi_label_threshold
     # The loss's weights, from the training rows (recorded in the run, used by the loss only).
     self.loss_weights = None
     how = opts.class_weight if opts.class_weight != "none" else opts.pos_weight
-    earlier = runs.earlier(opts.output_dir)
     if "train" not in self.targets and earlier is not None and \
         isinstance(earlier.settings, runs.ClassifierSettings):   # (what the run trained with)
       data.loss_weights = earlier.settings.pos_weight or earlier.settings.class_weight or None
@@ -280,29 +279,30 @@ class ClassifierRun(FinetuningTask):
 
   def infer(self, model, weights):
     opts, results = self.opts, {}
+    logits = None      # the dev logits, computed once for the thresholds and the results
     if self.tune and self.can_evaluate():
-      self.tune_thresholds(model)
+      logits = self.dev_logits(model)
+      self.tune_thresholds(logits["dev"])
     if opts.do_eval:
-      results["eval"] = self.write_eval_results(model)
+      results["eval"] = self.write_eval_results(model, logits)
     if opts.do_predict:
       results["predict"] = {"rows": self.write_predictions(model)}
     if opts.export_dir:
       self.export(model, weights)
     return results
 
-  def tune_thresholds(self, model) -> None:
+  def tune_thresholds(self, dev_logits: np.ndarray) -> None:
     """--multi_label_threshold=tune: each label's threshold of best dev F1 with the best
-    weights, written to thresholds.txt and used from now on."""
+    weights (their dev logits [N, C]), written to thresholds.txt and used from now on."""
     labels = self.problem.labels
-    self.threshold = self.problem.tune_thresholds(np.asarray(self.targets["dev"]),
-                                                  self.dev_logits(model)["dev"])
+    self.threshold = self.problem.tune_thresholds(np.asarray(self.targets["dev"]), dev_logits)
     path = runs.write_thresholds(self.opts.output_dir, labels, self.threshold)
     print(f"Tuned thresholds (best dev F1 of each label), in {path}: "
           + ", ".join(f"{n} {t:.3g}" for n, t in zip(labels, self.threshold)))
 
-  def write_eval_results(self, model) -> Dict[str, float]:
+  def write_eval_results(self, model, logits=None) -> Dict[str, float]:
     opts = self.opts
-    logits = self.dev_logits(model)
+    logits = logits if logits is not None else self.dev_logits(model)
     step = self.best_step()
     result = dict(global_step=step if step is not None else -1, **self.dev_metrics(logits))
     if self.examples.picture:
