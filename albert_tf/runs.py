@@ -86,6 +86,8 @@ class ClassifierSettings(Settings):
   doc_stride: int = 64
   window_pooling: str = "mean"
 
+  LATER = ("class_weight", "pos_weight", "long_text", "doc_stride", "window_pooling")
+
   @property
   def windows(self) -> bool:
     return self.long_text == "windows"
@@ -94,8 +96,9 @@ class ClassifierSettings(Settings):
     """As `Settings.to_record`, without the later fields at their defaults: a run recorded
     before them is the same run."""
     record = super().to_record()
-    for f in dataclasses.fields(self)[5:]:
-      if record[f.name] == (list(f.default) if isinstance(f.default, tuple) else f.default):
+    for f in dataclasses.fields(self):
+      default = list(f.default) if isinstance(f.default, tuple) else f.default
+      if f.name in self.LATER and record[f.name] == default:
         del record[f.name]
     return record
 
@@ -439,11 +442,15 @@ class Run:
     """What every export of a classifier run carries besides its labels: the problem type
     and, for a multi-label run with tuned thresholds, `multi_label_thresholds` {label:
     threshold} (docs/own_data.md)."""
-    metadata = dict(problem_type=self.problem_type)
+    return dict(problem_type=self.problem_type, **self.tuned_thresholds())
+
+  def tuned_thresholds(self) -> Dict[str, object]:
+    """`multi_label_thresholds` {label: threshold} of a multi-label run with tuned ones, as
+    every export carries them; else nothing."""
     threshold = self.multi_label_threshold
-    if isinstance(threshold, tuple):
-      metadata["multi_label_thresholds"] = dict(zip(self.problem.labels, threshold))
-    return metadata
+    if not isinstance(threshold, tuple):
+      return {}
+    return dict(multi_label_thresholds=dict(zip(self.problem.labels, threshold)))
 
   @property
   def problem_type(self) -> Optional[str]:

@@ -50,12 +50,8 @@ def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
 
 
 def _thresholds(source: Source) -> Dict[str, object]:
-  """A multi-label run's tuned thresholds, as exports carry them (`multi_label_thresholds`:
-  {label: threshold}), or nothing."""
-  if source.run is None or source.run.problem is None:
-    return {}
-  metadata = source.run.export_metadata()
-  return {k: v for k, v in metadata.items() if k == "multi_label_thresholds"}
+  """A multi-label run's tuned thresholds (`runs.Run.tuned_thresholds`), or nothing."""
+  return source.run.tuned_thresholds() if source.run is not None else {}
 
 
 def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
