@@ -293,15 +293,18 @@ def check_rounding_doors(run, test_file, predicted, fields):
   # training rows: near what the test rows show.
   for door, figure in reported.items():
     assert abs(figure - agreement[door]) <= 0.15, (door, figure, agreement[door])
-  # Each label's decision (multi-label: label x row) as --do_predict's on >= 0.99, but for
-  # int8 matmuls, which a model this narrow (H=32) does not bear: docs/on_device.md.
+  # Each label's decision (multi-label: label x row) as --do_predict's on >= 0.99; int8
+  # matmuls (int8 activations) on >= 0.97 (0.9775-0.9913 on seeds 0-3): this narrow model
+  # (H=32) leaves 2% of its test decisions within 0.01 of the threshold, where int8's mean
+  # change of a probability (0.007) flips them (docs/on_device.md).
   if multi:
     decisions = {door: np.mean([(n in g[key]) == (n in p[key]) for g, p in zip(got, predicted)
                                 for n in record.labels]) for door, got in doors.items()}
   else:
     decisions = agreement
   print("each label's decision as --do_predict's:", decisions)
-  assert all(v >= 0.99 for door, v in decisions.items() if door != "TFLite int8"), decisions
+  assert all(v >= (0.97 if door == "TFLite int8" else 0.99)
+             for door, v in decisions.items()), decisions
   return agreement
 
 
