@@ -16,13 +16,17 @@ from albert_tf.text import vocab  # pylint: disable=g-import-not-at-top,wrong-im
 VOCAB_SIZE = 2000  # only the embedding gather differs from the released 30k vocabulary
 
 
-def pydoc_vocabulary(vocab_size: int = VOCAB_SIZE, spm_model_file=None) -> str:
-  """`spm_model_file`, or a SentencePiece model of `vocab_size` trained on the pydoc topics."""
+def pydoc_vocabulary(vocab_size: int = VOCAB_SIZE, spm_model_file=None,
+                     score_step=vocab.SCORE_STEP) -> str:
+  """`spm_model_file`, or a SentencePiece model of `vocab_size` trained on the pydoc topics
+  (`score_step`: create_vocab.py's rounding of the scores; None, as SentencePiece leaves
+  them)."""
   if spm_model_file:
     return spm_model_file
   tmp = tempfile.mkdtemp(prefix="vocab_")
   corpus = sample_corpus.write_pydoc_corpus(os.path.join(tmp, "pydoc.txt"))
-  return vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=vocab_size)
+  return vocab.train_vocab(corpus, os.path.join(tmp, "pydoc"), vocab_size=vocab_size,
+                           score_step=score_step)
 
 
 def preset_config(preset: str) -> AlbertConfig:

@@ -1,9 +1,12 @@
 """How often other tokenizers give albert_tf's ids: docs/huggingface.md's table.
 
     python benchmarks/tokenizer_agreement.py [--spm_model_file=M] [--vocab_size=2000]
+        [--unrounded_scores]
 
 Without --spm_model_file, a vocabulary is trained as `make demo` trains its own
-(create_vocab.py on the pydoc topics, --vocab_size pieces). The texts: every paragraph of
+(create_vocab.py on the pydoc topics, --vocab_size pieces); with --unrounded_scores, its
+scores are left as SentencePiece trains them, as in the released models (create_vocab.py
+rounds them, `albert_tf.text.vocab.SCORE_STEP`). The texts: every paragraph of
 Python's pydoc topics and the tokenizer tests' tricky set. Each row is the fraction of
 texts whose ids equal `FullTokenizer`'s:
 
@@ -32,15 +35,17 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--spm_model_file")
   parser.add_argument("--vocab_size", type=int, default=2000)
+  parser.add_argument("--unrounded_scores", action="store_true")
   args = parser.parse_args()
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   import tokenizers  # pylint: disable=g-import-not-at-top
   from benchmarking import pydoc_vocabulary  # pylint: disable=g-import-not-at-top
   from albert_tf.data import sample_corpus  # pylint: disable=g-import-not-at-top
-  from albert_tf.text import huggingface, standalone  # pylint: disable=g-import-not-at-top
+  from albert_tf.text import huggingface, standalone, vocab  # pylint: disable=g-import-not-at-top
   from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
   work = tempfile.mkdtemp()
-  model = pydoc_vocabulary(args.vocab_size, args.spm_model_file)
+  model = pydoc_vocabulary(args.vocab_size, args.spm_model_file,
+                           None if args.unrounded_scores else vocab.SCORE_STEP)
   albert = FullTokenizer(spm_model_file=model)
   sets = {"pydoc paragraphs": _paragraphs(), "tricky set": list(sample_corpus.TRICKY_TEXTS)}
   want = {name: [albert.encode(t) for t in texts] for name, texts in sets.items()}

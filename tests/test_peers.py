@@ -193,19 +193,18 @@ def test_a_classifier_run_converted_by_the_script_reads_in_transformers(tmp_path
     known = b == "" or (la + lb > seq - 3 and lb >= la and (seq - 3) % 2 == 1)
     assert same or known, (a[:40], b[:40])
     packing += not same
-  # And on every paragraph of the pydoc topics: the same ids but for ties between
-  # segmentations of equal score (the same pieces in another order).
+  # And on every paragraph of the pydoc topics (a vocabulary of create_vocab.py, whose
+  # rounded scores tie alike in SentencePiece and tokenizers): the same ids.
   from test_tokenizer_files import pydoc_paragraphs  # pylint: disable=g-import-not-at-top
   paragraphs = pydoc_paragraphs()
   ids = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
   differ = [t for t in paragraphs if ids(t) != tok.encode(t)]
-  assert all(sorted(ids(t)) == sorted(tok.encode(t)) for t in differ), differ[:3]
   print(f"  transformers' {type(tokenizer).__name__} gives albert_tf's ids for all "
         f"{len(CORPUS)} texts and {1 - len(differ) / len(paragraphs):.4f} of "
-        f"{len(paragraphs)} pydoc paragraphs (the rest: ties, the same pieces reordered); "
-        f"packs {len(firsts) - packing} of {len(firsts)} pairs as albert_tf (the rest: its "
-        "own truncation and empty second texts)")
-  assert 1 - len(differ) / len(paragraphs) >= 0.985
+        f"{len(paragraphs)} pydoc paragraphs; packs {len(firsts) - packing} of "
+        f"{len(firsts)} pairs as albert_tf (the rest: its own truncation and empty second "
+        "texts)")
+  assert differ == [], [t[:80] for t in differ[:3]]
 
 
 def test_a_tf_models_module_converted_reads_in_transformers(tmp_path, spm_model):

@@ -91,19 +91,21 @@ def _final_sigma(text):
 
 
 def test_on_fuzz_every_difference_is_a_named_limitation(tokenizer, lite_ids):
-  """2,000 random strings: the ids are Python's but for a word-final Σ or a run of one
-  repeated character that equal-scoring orders of the same pieces can segment."""
+  """2,000 random strings: the ids are Python's but for a word-final Σ, and a few runs of
+  one repeated character after a user-defined symbol (`"~~~~`), segmented as the same
+  pieces in another order: SentencePiece's bonus for the symbol (-0.1) is off
+  create_vocab.py's grid of scores, and the two implementations round the sums after it
+  apart. (1 of the 1,473 valid strings here; 79 with the scores unrounded.)"""
   _, on_device = lite_ids
   texts = [t for t in fuzz_texts(2000) if _valid(t)]
-  other = []
+  other, ties = [], []
   for text in texts:
     got, want = on_device(text), tokenizer.encode(text)
-    if got == want:
+    if got == want or _final_sigma(text):
       continue
-    if _final_sigma(text) or sorted(got) == sorted(want):
-      continue
-    other.append(text)
+    (ties if sorted(got) == sorted(want) else other).append(text)
   assert len(texts) > 1400 and not other, f"{len(other)} unexplained, e.g. {other[:2]!r}"
+  assert len(ties) <= 0.005 * len(texts), (len(ties), ties[:3])
 
 
 def _valid(text):
@@ -140,17 +142,32 @@ def test_limitation_word_final_capital_sigma(tokenizer, spm_model):
   assert "".join(on_device.encode("ΟΔΟΣ", out_type=str)) != "".join(tokenizer.tokenize("ΟΔΟΣ"))
 
 
-def test_limitation_runs_of_one_character_may_order_tied_pieces_differently(tokenizer,
-                                                                           lite_ids):
-  """FastSentencepieceTokenizer breaks score ties unlike SentencePiece: a long run of one
-  character (here after a character the vocabulary lacks) gets the same pieces in
-  another order. The README names this."""
+def test_runs_of_one_character_tie_alike_unless_the_scores_are_off_the_grid(
+    tokenizer, lite_ids, spm_model, tmp_path):
+  """A long run of one character (here after a character the vocabulary lacks) has
+  segmentations of equal score, the same pieces in another order. With create_vocab.py's
+  scores (multiples of 1/64) FastSentencepieceTokenizer and SentencePiece pick the same;
+  with the scores moved off that grid (as a released model's are), they pick apart on
+  some runs, always the same pieces reordered: docs/on_device.md names this."""
+  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=import-outside-toplevel
   _, on_device = lite_ids
   texts = ["\u4e00" + c * n for c in "~=" for n in range(2, 40)]
-  differing = [t for t in texts if on_device(t) != tokenizer.encode(t)]
-  assert differing, "these runs tokenize alike now: update the README's limitations"
+  assert [t for t in texts if on_device(t) != tokenizer.encode(t)] == []
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spm_model, "rb") as f:
+    proto.ParseFromString(f.read())
+  rng = np.random.default_rng(0)
+  for piece in proto.pieces:
+    if piece.score:
+      piece.score += float(rng.uniform(-1e-3, 1e-3))
+  (tmp_path / "off_grid.model").write_bytes(proto.SerializeToString())
+  off_grid = tokenization.FullTokenizer(spm_model_file=str(tmp_path / "off_grid.model"))
+  module = lite.LiteTokenizer(off_grid)
+  ids = lambda text: module(tf.constant([text])).numpy().tolist()
+  differing = [t for t in texts if ids(t) != off_grid.encode(t)]
+  assert differing, "runs off the grid tokenize alike now: update docs/on_device.md"
   for text in differing:
-    assert sorted(on_device(text)) == sorted(tokenizer.encode(text)), text
+    assert sorted(ids(text)) == sorted(off_grid.encode(text)), text
 
 
 @pytest.mark.parametrize("seq_length", [3, 4, 9, 16])
@@ -230,10 +247,11 @@ def test_each_quantization_runs_on_raw_text_with_litert(mrpc_run, quantization,
   agreement = np.mean(got.argmax(-1) == want.argmax(-1))
   accuracy = np.mean(got.argmax(-1) == labels)
   if quantization == "none":
-    same = mrpc_run["same_ids"]
-    assert 0.9 < same.mean() < 1, same.mean()
-    assert_close(got[same], want[same], 1e-4)
-  assert agreement >= 0.98, agreement
+    assert mrpc_run["same_ids"].all(), mrpc_run["same_ids"].mean()
+    assert_close(got, want, 1e-4)
+  print(f"{quantization}: labels as the SavedModel's on {agreement:.3f} of dev, accuracy "
+        f"{accuracy:.3f} (SavedModel {saved_accuracy:.3f})")
+  assert agreement >= 0.99, agreement
   assert accuracy >= saved_accuracy - accuracy_points / 100, (accuracy, saved_accuracy)
 
 

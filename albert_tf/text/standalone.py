@@ -18,10 +18,12 @@ a SentencePiece model by itself (KerasHub's, TFLite's) or a `tokenizer.json`
   that they are never chosen; or BERT's WordPiece for a `vocab.txt`.
 
 Known differences (measured in tests/test_tokenization.py and docs/huggingface.md): a
-capital sigma that ends a word lower-cases to σ here and to ς in Python; a
-`tokenizer.json` breaks ties between segmentations of equal score (a run of one repeated
-character, `================`) the other way round from SentencePiece; and a special
-token written in the text (`[CLS]`) is that token to transformers, pieces to albert_tf.
+capital sigma that ends a word lower-cases to σ here and to ς in Python; with a
+vocabulary whose scores are not on create_vocab.py's grid (`vocab.SCORE_STEP`: a
+released model's), `tokenizers` may break ties between segmentations of equal score (a
+run of one repeated character, `================`) the other way round from SentencePiece,
+which adds the scores in float32; and a special token written in the text (`[CLS]`) is
+that token to transformers, pieces to albert_tf.
 """
 
 import base64
