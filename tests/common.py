@@ -105,6 +105,23 @@ def split_logits_by_bucketing(run, splits=("dev", "test")):
   return logits
 
 
+def write_off_grid_vocabulary(spm_model, prefix):
+  """`spm_model` (create_vocab.py's, scores on its grid) written to `<prefix>.model` with
+  each score moved by under 1e-3, as a released model's are: any float32. Returns the
+  path."""
+  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=import-outside-toplevel
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spm_model, "rb") as f:
+    proto.ParseFromString(f.read())
+  rng = np.random.default_rng(0)
+  for piece in proto.pieces:
+    if piece.score:
+      piece.score += float(rng.uniform(-1e-3, 1e-3))
+  with open(f"{prefix}.model", "wb") as f:
+    f.write(proto.SerializeToString())
+  return f"{prefix}.model"
+
+
 def write_wordpiece_vocab(path, texts, max_words=300):
   """A WordPiece vocabulary (BERT's layout: [PAD], [unused0], [UNK], [CLS], [SEP], [MASK],
   then tokens) built from `texts`: every character of their basic tokens alone and as a

@@ -22,7 +22,8 @@ from albert_tf.modeling.models import AlbertClassifier
 from albert_tf.tasks import classification as classifier
 from albert_tf.commands import export_tflite
 from albert_tf.text import lite, packing, standalone, tokenization
-from common import CORPUS, assert_close, fuzz_texts, write_classifier_run, write_release
+from common import (CORPUS, assert_close, fuzz_texts, write_classifier_run,
+                    write_off_grid_vocabulary, write_release)
 from test_glue import CFG, SEQ, write_keyword_task
 from test_squad import TRICKY
 
@@ -149,19 +150,11 @@ def test_runs_of_one_character_tie_alike_unless_the_scores_are_off_the_grid(
   scores (multiples of 1/64) FastSentencepieceTokenizer and SentencePiece pick the same;
   with the scores moved off that grid (as a released model's are), they pick apart on
   some runs, always the same pieces reordered: docs/on_device.md names this."""
-  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=import-outside-toplevel
   _, on_device = lite_ids
   texts = ["\u4e00" + c * n for c in "~=" for n in range(2, 40)]
   assert [t for t in texts if on_device(t) != tokenizer.encode(t)] == []
-  proto = sentencepiece_model_pb2.ModelProto()
-  with open(spm_model, "rb") as f:
-    proto.ParseFromString(f.read())
-  rng = np.random.default_rng(0)
-  for piece in proto.pieces:
-    if piece.score:
-      piece.score += float(rng.uniform(-1e-3, 1e-3))
-  (tmp_path / "off_grid.model").write_bytes(proto.SerializeToString())
-  off_grid = tokenization.FullTokenizer(spm_model_file=str(tmp_path / "off_grid.model"))
+  off_grid = tokenization.FullTokenizer(
+      spm_model_file=write_off_grid_vocabulary(spm_model, tmp_path / "off_grid"))
   module = lite.LiteTokenizer(off_grid)
   ids = lambda text: module(tf.constant([text])).numpy().tolist()
   differing = [t for t in texts if ids(t) != off_grid.encode(t)]

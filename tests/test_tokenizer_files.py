@@ -17,7 +17,7 @@ import pytest
 from albert_tf.text import huggingface, standalone, vocab
 from albert_tf.text.packing import pack_inputs
 from albert_tf.text.tokenization import FullTokenizer
-from common import CORPUS, write_wordpiece_vocab
+from common import CORPUS, write_off_grid_vocabulary, write_wordpiece_vocab
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -70,16 +70,8 @@ def test_unrounded_scores_tie_apart_and_rounding_them_ties_alike(spm_model, tmp_
   `tokenizers` in float64, and on some pydoc paragraphs the two pick another order of the
   same pieces (a run of `=`), nothing else. `vocab.round_scores` on that very model puts
   them back on one grid, and the two agree on every paragraph again."""
-  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=import-outside-toplevel
-  proto = sentencepiece_model_pb2.ModelProto()
-  with open(spm_model, "rb") as f:
-    proto.ParseFromString(f.read())
-  rng = np.random.default_rng(0)
-  for piece in proto.pieces:
-    if piece.score:
-      piece.score += float(rng.uniform(-1e-3, 1e-3))
   prefix = tmp_path / "unrounded"
-  (tmp_path / "unrounded.model").write_bytes(proto.SerializeToString())
+  write_off_grid_vocabulary(spm_model, prefix)
   paragraphs = pydoc_paragraphs()
   albert = FullTokenizer(spm_model_file=str(prefix) + ".model")
   _, ids = _fast_ids(albert, tmp_path / "before")
