@@ -183,6 +183,19 @@ def refuse_windows(run: "Run", what: str) -> None:
                      "--runtime=onnxruntime), which windows and pools as the run does")
 
 
+def windows_note(run: Optional["Run"], what: str) -> Optional[str]:
+  """The line an export of a --long_text=windows run prints (the model it writes classifies
+  one window, and its metadata says how the run windows and pools); None for other runs."""
+  if run is None or not getattr(run.settings, "windows", False):
+    return None
+  settings = run.settings
+  return (f"Note: {run.flag}={run.path} was trained with --long_text=windows: {what} "
+          f"classifies one window of {run.max_seq_length} pieces, and a longer text answers "
+          f"as the run only windowed (--doc_stride={settings.doc_stride}) with the windows' "
+          f"logits pooled (--window_pooling={settings.window_pooling}), as predict.py does; "
+          "the export's `long_text` metadata says so (docs/own_data.md)")
+
+
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
   refuse_windows(run, "a TFLite file")
@@ -441,8 +454,19 @@ class Run:
   def export_metadata(self) -> Dict[str, object]:
     """What every export of a classifier run carries besides its labels: the problem type
     and, for a multi-label run with tuned thresholds, `multi_label_thresholds` {label:
-    threshold} (docs/own_data.md)."""
-    return dict(problem_type=self.problem_type, **self.tuned_thresholds())
+    threshold}, for a --long_text=windows run `long_text` (docs/own_data.md)."""
+    return dict(problem_type=self.problem_type, **self.tuned_thresholds(), **self.long_text())
+
+  def long_text(self) -> Dict[str, object]:
+    """`long_text` {windows_of, doc_stride, window_pooling} of a --long_text=windows run,
+    as its exports carry it (their models classify one window of `windows_of` pieces; a
+    text's windows start `doc_stride` apart, their logits pooled by `window_pooling`);
+    else nothing."""
+    settings = self.settings
+    if not getattr(settings, "windows", False):
+      return {}
+    return dict(long_text=dict(windows_of=self.max_seq_length, doc_stride=settings.doc_stride,
+                               window_pooling=settings.window_pooling))
 
   def tuned_thresholds(self) -> Dict[str, object]:
     """`multi_label_thresholds` {label: threshold} of a multi-label run with tuned ones, as

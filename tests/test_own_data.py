@@ -400,12 +400,14 @@ def long_rows(count, rng, tokenizer, after=60):
 
 @pytest.mark.slow
 @pytest.mark.learning
-def test_long_texts_learn_in_windows_where_truncation_cannot(model, tmp_path):
+def test_long_texts_learn_in_windows_where_truncation_cannot(model, tmp_path, capsys):
   """The deciding word after the first two windows: --long_text=truncate stays at chance,
   --long_text=windows learns it (>= 0.9), and predict.py windows and pools as
-  --do_predict does; a serving or TFLite export of the run is refused in one line."""
+  --do_predict does; a serving or TFLite export of the run is refused in one line, and
+  the Hugging Face, KerasHub and ONNX exports (one window's classifier) say how the run
+  windows and pools."""
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from albert_tf.commands import export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import convert, export_onnx, export_tflite, predict  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
   from albert_tf.text.tokenization import FullTokenizer  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(model["seed"])
@@ -436,6 +438,17 @@ def test_long_texts_learn_in_windows_where_truncation_cannot(model, tmp_path):
                                        "classifies one window"):
     export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
                                                   output_file=str(tmp_path / "x.tflite")))
+  # The exports whose model classifies one window say so, in a line and in their metadata.
+  long_text = dict(windows_of=32, doc_stride=16, window_pooling="max")
+  for fmt, metadata in (("hf", "config.json"), ("keras_hub", "metadata.json")):
+    convert.run(convert.ConvertOptions(model=str(run), output_format=fmt,
+                                       output_dir=str(tmp_path / fmt)))
+    assert "--long_text=windows: the model written classifies one window of 32 pieces" in (
+        capsys.readouterr().out)
+    assert json.loads((tmp_path / fmt / metadata).read_text())["long_text"] == long_text
+  export_onnx.run(export_onnx.OnnxOptions(model=str(run), output_file=str(tmp_path / "m.onnx")))
+  assert "the ONNX model classifies one window" in capsys.readouterr().out
+  assert json.loads((tmp_path / "m.onnx.json").read_text())["long_text"] == long_text
 
 
 @pytest.mark.slow

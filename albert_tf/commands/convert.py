@@ -23,7 +23,7 @@ import os
 import shutil
 from typing import Dict, Optional
 
-from albert_tf import problems, sources
+from albert_tf import problems, runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.files import atomic_directory
 from albert_tf.formats import huggingface, keras_hub
@@ -49,9 +49,12 @@ def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
   return out
 
 
-def _thresholds(source: Source) -> Dict[str, object]:
-  """A multi-label run's tuned thresholds (`runs.Run.tuned_thresholds`), or nothing."""
-  return source.run.tuned_thresholds() if source.run is not None else {}
+def _run_metadata(source: Source) -> Dict[str, object]:
+  """A classifier run's tuned thresholds and windows (`runs.Run.tuned_thresholds`,
+  `runs.Run.long_text`), or nothing."""
+  if source.run is None:
+    return {}
+  return dict(**source.run.tuned_thresholds(), **source.run.long_text())
 
 
 def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
@@ -61,7 +64,7 @@ def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
         source.model, tmp, labels=source.labels, problem_type=source.problem_type,
         classifier_dropout_prob=source.classifier_dropout_prob,
         special_ids=_special_ids(source.tokenizer), skip=source.fresh,
-        extra=_thresholds(source))
+        extra=_run_metadata(source))
     if source.tokenizer is not None:
       # A run's own length: transformers' truncation=True then cuts where the run does.
       save_hf_tokenizer(source.tokenizer, tmp, model_max_length=(
@@ -104,7 +107,7 @@ def write_keras_hub(source: Source, output_dir: str) -> Dict[str, object]:
         activation=problems.Problem.of(source.problem_type).activation,
         labels=source.labels if classifier else None,
         problem_type=source.problem_type if classifier else None,
-        extra=_thresholds(source) if classifier else None)
+        extra=_run_metadata(source) if classifier else None)
     files = sorted(os.listdir(tmp))
   headless = classifier or isinstance(source.model, AlbertEncoder)
   return dict(architecture=written, files=files,
@@ -153,6 +156,9 @@ def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
           + ", ".join(written["left_out"]))
   if source.tokenizer is None:
     print("No vocabulary written: the input has none; pass --spm_model_file or --vocab_file")
+  note = runs.windows_note(source.run, "the model written")
+  if note and opts.output_format != "tf1":
+    print(note)
   if opts.output_format == "tf1" and source.config.hidden_act == "gelu_exact":
     print("Note: hidden_act is gelu_exact (transformers' \"gelu\"); the original TF1 code knows "
           "only its tanh \"gelu\", albert_tf reads both")

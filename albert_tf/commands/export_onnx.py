@@ -10,7 +10,7 @@ Its old names (`--model_dir`, `--albert_directory`, `--export_path`) still work.
 import dataclasses
 from typing import Dict, Optional
 
-from albert_tf import sources
+from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.export.onnx import QUANTIZATIONS, check_targets, write_onnx
 
@@ -51,4 +51,7 @@ def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
         f"inputs {', '.join(written['inputs'])}; outputs {', '.join(written['outputs'])}")
   if source.tokenizer is None:
     print("No vocabulary beside it: the source has none")
+  note = runs.windows_note(source.run, "the ONNX model")
+  if note:
+    print(note)
   return {}
