@@ -273,6 +273,23 @@ def _numpy_v2(head, x, p_mask, start):
   return start_lp, end_lp, answer @ w["answer_dense_1/kernel"][:, 0]
 
 
+def test_questions_with_empty_answers_are_gold_only_in_v2():
+  """A v1.1 predict file of new questions written with `"answers": []` is predicted and
+  not evaluated (the official v1.1 evaluation has nothing to score them against, and
+  crashed on them); in v2.0 an empty list is the gold "no answer"."""
+  def dataset(*answer_lists):
+    return [{"title": "t", "paragraphs": [{"context": "The cat sat.", "qas": [
+        dict(id=f"q{i}", question="What?", **({} if a is None else {"answers": a}))
+        for i, a in enumerate(answer_lists)]}]}]
+
+  cat = [{"text": "cat", "answer_start": 4}]
+  assert squad.has_gold_answers(dataset(cat, cat))
+  assert squad.has_gold_answers(dataset(cat, []), version_2_with_negative=True)
+  assert not squad.has_gold_answers(dataset(cat, []))
+  assert not squad.has_gold_answers(dataset([], []))
+  assert not squad.has_gold_answers(dataset(cat, None), version_2_with_negative=True)
+
+
 def test_span_heads_match_numpy_references_of_the_original_equations():
   rng = np.random.default_rng(0)
   b, s, h, k, e = 3, 12, 16, 4, 3

@@ -137,9 +137,13 @@ def read_squad_examples(path: str, is_training: bool, version_2_with_negative: b
   return examples, stats
 
 
-def has_gold_answers(dataset: Sequence[dict]) -> bool:
-  """True when every question carries `answers` (dev files; test files have none)."""
-  return all("answers" in qa for article in dataset for paragraph in article["paragraphs"]
+def has_gold_answers(dataset: Sequence[dict], version_2_with_negative: bool = False) -> bool:
+  """True when every question carries its gold answers (dev files; test files have none):
+  `answers`, and in SQuAD v1.1 at least one. An empty list there is a question asked of
+  the model, not a gold "no answer" (only v2.0 has those), and the official v1.1
+  evaluation has nothing to score it against."""
+  return all("answers" in qa and (version_2_with_negative or qa["answers"])
+             for article in dataset for paragraph in article["paragraphs"]
              for qa in paragraph["qas"])
 
 

@@ -152,7 +152,8 @@ class SquadRun(FinetuningTask):
       self.predict_examples, stats = squad.read_squad_examples(
           opts.predict_file, False, opts.version_2_with_negative, self.predict_dataset)
       _report_reading(opts.predict_file, stats, len(self.predict_examples))
-    self.has_gold = bool(self.predict_dataset) and squad.has_gold_answers(self.predict_dataset)
+    self.has_gold = bool(self.predict_dataset) and squad.has_gold_answers(
+        self.predict_dataset, opts.version_2_with_negative)
 
   def check_outputs(self):
     """Finds the cached features; a given file built from other inputs is refused now."""
