@@ -183,17 +183,18 @@ def refuse_windows(run: "Run", what: str) -> None:
                      "--runtime=onnxruntime), which windows and pools as the run does")
 
 
-def windows_note(run: Optional["Run"], what: str) -> Optional[str]:
-  """The line an export of a --long_text=windows run prints (the model it writes classifies
-  one window, and its metadata says how the run windows and pools); None for other runs."""
+def windows_note(run: Optional["Run"], what: str, metadata: Optional[str]) -> Optional[str]:
+  """The line an export of a --long_text=windows run prints: the model it writes
+  classifies one window, and `metadata` (where the export carries `long_text`, if it has
+  a place) says how the run windows and pools. None for other runs."""
   if run is None or not getattr(run.settings, "windows", False):
     return None
   settings = run.settings
   return (f"Note: {run.flag}={run.path} was trained with --long_text=windows: {what} "
           f"classifies one window of {run.max_seq_length} pieces, and a longer text answers "
           f"as the run only windowed (--doc_stride={settings.doc_stride}) with the windows' "
-          f"logits pooled (--window_pooling={settings.window_pooling}), as predict.py does; "
-          "the export's `long_text` metadata says so (docs/own_data.md)")
+          f"logits pooled (--window_pooling={settings.window_pooling}), as predict.py does"
+          + (f"; {metadata} says so in `long_text`" if metadata else "") + " (docs/own_data.md)")
 
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):

@@ -156,8 +156,9 @@ def run(opts: ConvertOptions) -> Dict[str, Dict[str, object]]:
           + ", ".join(written["left_out"]))
   if source.tokenizer is None:
     print("No vocabulary written: the input has none; pass --spm_model_file or --vocab_file")
-  note = runs.windows_note(source.run, "the model written")
-  if note and opts.output_format != "tf1":
+  note = runs.windows_note(source.run, "the model written", dict(
+      hf="its config.json", keras_hub="its metadata.json").get(opts.output_format))
+  if note:
     print(note)
   if opts.output_format == "tf1" and source.config.hidden_act == "gelu_exact":
     print("Note: hidden_act is gelu_exact (transformers' \"gelu\"); the original TF1 code knows "

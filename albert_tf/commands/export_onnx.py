@@ -51,7 +51,8 @@ def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
         f"inputs {', '.join(written['inputs'])}; outputs {', '.join(written['outputs'])}")
   if source.tokenizer is None:
     print("No vocabulary beside it: the source has none")
-  note = runs.windows_note(source.run, "the ONNX model")
+  note = runs.windows_note(source.run, "the ONNX model",
+                           "its metadata (and the .json beside it)")
   if note:
     print(note)
   return {}
