@@ -175,8 +175,7 @@ class Kind:
 
 def refuse_windows(run: "Run", what: str) -> None:
   """One line for an export that classifies one window of a --long_text=windows run."""
-  settings = run.settings
-  if getattr(settings, "windows", False):
+  if run.long_text():
     raise ValueError(f"{run.flag}={run.path} was trained with --long_text=windows: {what} "
                      "classifies one window of --max_seq_length, not a text's windows pooled; "
                      "predict with predict.py (locally, or on Beam with "
@@ -187,13 +186,13 @@ def windows_note(run: Optional["Run"], what: str, metadata: Optional[str]) -> Op
   """The line an export of a --long_text=windows run prints: the model it writes
   classifies one window, and `metadata` (where the export carries `long_text`, if it has
   a place) says how the run windows and pools. None for other runs."""
-  if run is None or not getattr(run.settings, "windows", False):
+  windows = run.long_text().get("long_text") if run is not None else None
+  if not windows:
     return None
-  settings = run.settings
   return (f"Note: {run.flag}={run.path} was trained with --long_text=windows: {what} "
-          f"classifies one window of {run.max_seq_length} pieces, and a longer text answers "
-          f"as the run only windowed (--doc_stride={settings.doc_stride}) with the windows' "
-          f"logits pooled (--window_pooling={settings.window_pooling}), as predict.py does"
+          f"classifies one window of {windows['windows_of']} pieces, and a longer text answers "
+          f"as the run only windowed (--doc_stride={windows['doc_stride']}) with the windows' "
+          f"logits pooled (--window_pooling={windows['window_pooling']}), as predict.py does"
           + (f"; {metadata} says so in `long_text`" if metadata else "") + " (docs/own_data.md)")
 
 
@@ -456,7 +455,12 @@ class Run:
     """What every export of a classifier run carries besides its labels: the problem type
     and, for a multi-label run with tuned thresholds, `multi_label_thresholds` {label:
     threshold}, for a --long_text=windows run `long_text` (docs/own_data.md)."""
-    return dict(problem_type=self.problem_type, **self.tuned_thresholds(), **self.long_text())
+    return dict(problem_type=self.problem_type, **self.export_extras())
+
+  def export_extras(self) -> Dict[str, object]:
+    """What an export whose format already says the problem (Hugging Face, KerasHub) adds
+    to its metadata: the tuned thresholds and the windows, where the run has them."""
+    return dict(**self.tuned_thresholds(), **self.long_text())
 
   def long_text(self) -> Dict[str, object]:
     """`long_text` {windows_of, doc_stride, window_pooling} of a --long_text=windows run,

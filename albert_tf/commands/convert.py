@@ -50,11 +50,8 @@ def _special_ids(tokenizer: Optional[FullTokenizer]) -> Dict[str, int]:
 
 
 def _run_metadata(source: Source) -> Dict[str, object]:
-  """A classifier run's tuned thresholds and windows (`runs.Run.tuned_thresholds`,
-  `runs.Run.long_text`), or nothing."""
-  if source.run is None:
-    return {}
-  return dict(**source.run.tuned_thresholds(), **source.run.long_text())
+  """A run's `runs.Run.export_extras` (tuned thresholds, windows), or nothing."""
+  return source.run.export_extras() if source.run is not None else {}
 
 
 def write_hf(source: Source, output_dir: str) -> Dict[str, object]:
