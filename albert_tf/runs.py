@@ -199,7 +199,8 @@ def windows_note(run: Optional["Run"], what: str, metadata: Optional[str]) -> Op
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
   refuse_windows(run, "a TFLite file")
-  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, run.problem)
+  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, run.problem,
+                        run.multi_label_threshold or 0.5)
 
 
 def _lite_tagger(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):

@@ -58,7 +58,9 @@ class TFLiteOptions(Checked):
   output_file: str = option(help="The .tflite file to write; must not exist.")
   quantization: str = option("dynamic_int8", "none (float32), float16 (weights), dynamic_int8 "
                              "(int8 weights, activations quantized on the fly) or int8 (int8 "
-                             "matmuls, calibrated on the run's training data or --calibration_file).",
+                             "matmuls, calibrated on the run's training data or --calibration_file; the most "
+                             "sensitive kept in float32 until the file answers as float32 on "
+                             "those examples).",
                              choices=QUANTIZATIONS)
   max_seq_length: Optional[int] = option(None, "Packed length (default: the run's; 128 for "
                                          "a bare encoder).", at_least=3)
@@ -118,7 +120,12 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
     module = LiteEncoder(encoder, tokenizer, seq_length, text_fields)
     what = f"the encoder of {value} ({len(text_fields)} segment(s)"
   print(f"Converting {what}, seq {seq_length}, --quantization={opts.quantization})")
-  blob = convert(module, opts.quantization, representative)
+  converted = convert(module, opts.quantization, representative)
+  blob = converted.blob
+  if converted.kept_in_float:
+    print(f"int8: kept {len(converted.kept_in_float)} of the {converted.quantizable} dense "
+          f"layers and embedding tables in float32 (the most sensitive first), so that the "
+          f"file answers as float32 on all {len(examples)} calibration examples")
   with writing(output_file, needed=len(blob)):
     os.makedirs(os.path.dirname(output_file), exist_ok=True)
   with atomic_path(output_file) as temporary, writing(output_file, needed=len(blob)):
@@ -131,6 +138,8 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   print(f"Wrote {output_file}: {size_mb:.1f} MiB; {ms:.1f} ms per example on "
         f"{opts.num_threads} thread(s) (LiteRT)")
   written = {"size_mb": size_mb, "latency_ms": ms}
+  if opts.quantization == "int8":
+    written["kept_in_float"] = list(converted.kept_in_float)
   if isinstance(module, LiteClassifier):
     written["sidecar"] = _write_sidecar(output_file, run_)
     if opts.quantization != "none":
@@ -157,7 +166,7 @@ def _agreement(output_file, module, examples, run_, calibration) -> Optional[flo
       examples = representative_examples(run_.texts(calibration), module)
     except (ValueError, FileNotFoundError):
       return None        # (a run that records no training data: nothing to compare on)
-  agreement = label_agreement(output_file, module, examples, run_.multi_label_threshold or 0.5)
+  agreement = label_agreement(output_file, module, examples)
   if agreement is not None:
     print(f"Labels as the float32 model's on {agreement:.3f} of {len(examples)} training "
           f"examples" + ("" if agreement >= 0.99 else
