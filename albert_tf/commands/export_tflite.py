@@ -19,8 +19,8 @@ from albert_tf import runs, sources
 from albert_tf.cli import Checked, option
 from albert_tf.data import glue
 from albert_tf.files import atomic_open, atomic_path, writing
-from albert_tf.export.tflite import (QUANTIZATIONS, LiteClassifier, LiteEncoder, convert,
-                                     label_agreement, latency_ms)
+from albert_tf.export.tflite import (PROBABILITY_CHANGE, QUANTIZATIONS, LiteClassifier,
+                                     LiteEncoder, convert, label_agreement, latency_ms)
 
 OLD_NAMES = ("model_dir", "albert_directory", "hub_module")
 # The run kinds with a TFLite signature (`runs.Kind.lite`).
@@ -125,7 +125,8 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
   if converted.kept_in_float:
     print(f"int8: kept {len(converted.kept_in_float)} of the {converted.quantizable} dense "
           f"layers and embedding tables in float32 (the most sensitive first), so that the "
-          f"file answers as float32 on all {len(examples)} calibration examples")
+          f"file gives float32's answers on all {len(examples)} calibration examples, with "
+          f"probabilities within {PROBABILITY_CHANGE} on average")
   with writing(output_file, needed=len(blob)):
     os.makedirs(os.path.dirname(output_file), exist_ok=True)
   with atomic_path(output_file) as temporary, writing(output_file, needed=len(blob)):
