@@ -58,9 +58,10 @@ class TFLiteOptions(Checked):
   output_file: str = option(help="The .tflite file to write; must not exist.")
   quantization: str = option("dynamic_int8", "none (float32), float16 (weights), dynamic_int8 "
                              "(int8 weights, activations quantized on the fly) or int8 (int8 "
-                             "matmuls, calibrated on the run's training data or --calibration_file; the most "
-                             "sensitive kept in float32 until the file answers as float32 on "
-                             "those examples).",
+                             "matmuls, calibrated on the run's training data or "
+                             "--calibration_file; the most sensitive kept in float32 until "
+                             "the file gives float32's answers on those examples, "
+                             "probabilities within 0.003 on average).",
                              choices=QUANTIZATIONS)
   max_seq_length: Optional[int] = option(None, "Packed length (default: the run's; 128 for "
                                          "a bare encoder).", at_least=3)

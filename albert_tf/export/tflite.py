@@ -251,8 +251,9 @@ def _int8(calibrated: bytes, module: _LiteModule,
   Why: int8 activations have one scale per tensor, and each quantized layer moves the
   outputs a little (the tests' multi-label run, H=32, seeds 0-3: a probability by
   0.004-0.007 on average, which flipped 0.5-1.6% of its test decisions). No single
-  layer is to blame, but some move the outputs 10 times as much as others: the first layer's query/key/value projection (whose input, the embeddings
-  projected to H, is not normalized), the classifier, the embedding projection. Each
+  layer is to blame, but some move the outputs 10 times as much as others: the first
+  layer's query/key/value projection (whose input, the embeddings projected to H, is not
+  normalized), the classifier, the embedding projection. Each
   layer's sensitivity is how far the file with that layer alone in int8 moves the answers
   (then the float outputs) from float32's on `SENSITIVITY_EXAMPLES` examples; layers are
   then kept in float32, the most sensitive first, until no answer of `examples` differs
@@ -301,7 +302,9 @@ def _int8(calibrated: bytes, module: _LiteModule,
              for name in progress_bar(candidates, desc="int8: each layer's sensitivity",
                                       unit="layer")}
   order = sorted(candidates, key=changes.get, reverse=True)   # the most sensitive first
-  for count in range(1, len(order) + 1):
+  blob, count = every, 0
+  while count < len(order):
+    count += 1
     blob = quantize(order[:count])
     if not off(blob):
       break
