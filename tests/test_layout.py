@@ -27,7 +27,7 @@ ALLOWED = {
     # What a classifier learns (single-label, multi-label, regression): its targets, loss,
     # metrics and outputs, over the data it reads and the metrics it computes.
     "problems.py": {"data", "training", "files"},
-    "export": {"problems", "formats", "modeling", "text", "data", "cli", "files"},
+    "export": {"problems", "formats", "modeling", "text", "data", "cli", "files", "progress"},
     # The owner of a trained run's record: below the tasks that write it, above what it
     # rebuilds a run's model from.
     "runs.py": {"problems", "modeling", "text", "data", "formats", "export", "training", "files",
