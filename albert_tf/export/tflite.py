@@ -13,7 +13,7 @@ Running either needs the TF Text custom ops registered with the interpreter
 """
 
 import time
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -232,21 +232,23 @@ def convert(module: _LiteModule, quantization: str = "none",
   # without its interpreters (they cannot load the TF Text ops): calibrate, then quantize.
   converter.target_spec._experimental_custom_op_registerers = custom_op_registerers()  # pylint: disable=protected-access
   converter._experimental_calibrate_only = True  # pylint: disable=protected-access
-  calibrated = _measured_ranges(converter.convert(), representative())
-  return _int8(calibrated, module, list(representative()))
+  examples = list(representative())
+  calibrated, outputs = _measured_ranges(converter.convert(), examples)
+  return _int8(calibrated, module, examples, outputs)
 
 
 SENSITIVITY_EXAMPLES = 25   # the calibration examples each layer's sensitivity is measured on
 PROBABILITY_CHANGE = 0.003  # how far int8 may move a probability, on average over them all
 
 
-def _int8(calibrated: bytes, module: _LiteModule,
-          examples: Sequence[Dict[str, np.ndarray]]) -> Converted:
+def _int8(calibrated: bytes, module: _LiteModule, examples: Sequence[Dict[str, np.ndarray]],
+          want: Sequence[Dict[str, np.ndarray]]) -> Converted:
   """`int8`'s file of the `calibrated` float32 one: int8 dense layers and embedding tables
   (`_kept_in_float`), but for the fewest of them that, kept in float32, let the file give
-  float32's answers (`module.answer`) on every calibration example, with probabilities
-  within `PROBABILITY_CHANGE` of float32's on average, the most sensitive first. A module
-  that answers with no decision (a score) gets them all in int8.
+  float32's answers (`module.answer` of `want`, the calibrated file's outputs) on every
+  calibration example, with probabilities within `PROBABILITY_CHANGE` of float32's on
+  average, the most sensitive first. A module that answers with no decision (a score)
+  gets them all in int8.
 
   Why: int8 activations have one scale per tensor, and each quantized layer moves the
   outputs a little (the tests' multi-label run, H=32, seeds 0-3: a probability by
@@ -272,7 +274,6 @@ def _int8(calibrated: bytes, module: _LiteModule,
                                       fully_quantize=False, denylisted_ops=float_ops,
                                       denylisted_nodes=list(kept))
 
-  want = _outputs(calibrated, examples)
   answers = [module.answer(o) for o in want]
   candidates = _quantizable(calibrated)
   every = quantize([])
@@ -329,10 +330,11 @@ def _quantizable(model: bytes) -> List[str]:
           and tensors[op["outputs"][0]]["dtype"] == np.float32]
 
 
-def _measured_ranges(calibrated: bytes, examples: Iterator[Dict[str, np.ndarray]]) -> bytes:
+def _measured_ranges(calibrated: bytes, examples: Sequence[Dict[str, np.ndarray]]
+                     ) -> Tuple[bytes, List[Dict[str, np.ndarray]]]:
   """`calibrated` with each range its calibration recorded replaced by the range the
   tensor's values take on `examples` (the signature's inputs), read from a LiteRT
-  interpreter that keeps every tensor.
+  interpreter that keeps every tensor; and the signature's outputs on each example.
 
   TFLite's calibrator (TensorFlow 2.20) records ranges that are not the tensors' own:
   on the tests' fine-tuned MRPC classifier, 91 of them differed, the second layer's
@@ -344,9 +346,9 @@ def _measured_ranges(calibrated: bytes, examples: Iterator[Dict[str, np.ndarray]
   interpreter = load_interpreter(model_content=calibrated, preserve_all_tensors=True)
   runner = interpreter.get_signature_runner()
   floats = [t["index"] for t in interpreter.get_tensor_details() if t["dtype"] == np.float32]
-  low, high = {}, {}
+  low, high, outputs = {}, {}, []
   for example in examples:
-    runner(**example)
+    outputs.append({k: np.array(v) for k, v in runner(**example).items()})
     for i in floats:
       try:
         values = interpreter.get_tensor(i)
@@ -361,7 +363,7 @@ def _measured_ranges(calibrated: bytes, examples: Iterator[Dict[str, np.ndarray]
     if recorded is not None and recorded.min is not None and len(recorded.min) == 1 and i in low:
       recorded.min = np.array([low[i]], np.float32)
       recorded.max = np.array([high[i]], np.float32)
-  return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+  return bytes(flatbuffer_utils.convert_object_to_bytearray(model)), outputs
 
 
 def _kept_in_float(model: bytes) -> list:
