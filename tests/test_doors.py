@@ -1,8 +1,11 @@
 """One model, one answer through every door: a classifier run's --do_predict answers, and
 the same texts through predict.py (TensorFlow, ONNX Runtime), Beam, the serving SavedModel,
-TFLite, a KerasHub preset, the TF-Hub preprocessor + encoder recipe (in Keras 2 and in
-Keras 3) and the Hugging Face export (its weights, and its tokenizer.json's ids), for each problem of your own files: single-label sentence pairs,
-multi-label, regression. (transformers' pipeline on the same export: tests/test_peers.py.)
+TFLite, a KerasHub preset and the Hugging Face export (its weights, and its tokenizer.json's
+ids), for each problem of your own files: single-label sentence pairs, multi-label (its
+thresholds tuned), regression; the TF-Hub preprocessor + encoder recipe (in Keras 2 and in
+Keras 3), which carries the encoder and leaves the head to its caller, on the pairs. Then
+SQuAD v1.1 and v2.0, RACE and NER through the doors each has. (transformers' pipeline on the
+same exports: tests/test_peers.py.)
 
 Each door is compared with the answers `run_classifier.py --do_predict` wrote: labels
 exactly, probabilities and scores within 1e-5 (TFLite float32: 1e-4); the doors that show
@@ -131,8 +134,11 @@ def classifier_run(problem, start, tmp_path):
   test = _write(tmp_path / "test.jsonl", [{k: v for k, v in r.items() if k != "label"}
                                           for r in rows[:len(TEXTS)]])
   run = tmp_path / "run"
+  # (multi-label: --multi_label_threshold=tune on its training rows as dev, so that every
+  # door shows it applies each label's own threshold)
+  tuned = dict(dev_file=train, multi_label_threshold="tune") if problem == "multi" else {}
   classification.run(classification.ClassifierOptions(
-      train_file=train, test_file=test, id_column="id", output_dir=str(run),
+      train_file=train, test_file=test, id_column="id", output_dir=str(run), **tuned,
       text_columns="text,second" if problem == "single" else "text",
       problem_type={"single": "auto", "multi": "auto", "regression": "regression"}[problem],
       albert_config_file=start["config"], init_checkpoint=start["init"],
@@ -154,10 +160,19 @@ def classifier_run(problem, start, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", ["single", "multi", "regression"])
 def test_every_door_answers_as_do_predict(problem, start, tmp_path):
-  from albert_tf.commands import convert, export_tf_hub, export_tflite  # pylint: disable=import-outside-toplevel
+  """Each problem's run through every door. The multi-label run tunes its thresholds
+  (--multi_label_threshold=tune): every door gives its label sets by each label's own
+  threshold, and the ONNX, TFLite (its sidecar), Hugging Face and KerasHub exports carry
+  them. The TF-Hub preprocessor + encoder (Keras 2 and Keras 3) carry the encoder, not the
+  head, whatever the problem: checked on the pair run, one text and two."""
+  from albert_tf.commands import convert, export_tflite  # pylint: disable=import-outside-toplevel
   run, test, want, fields = classifier_run(problem, start, tmp_path)
   record = runs.Run.read(str(run))
   tokenizer = record.tokenizer()
+  labels = LABELS[problem]
+  threshold = record.multi_label_threshold or 0.5
+  if problem == "multi":
+    check_tuned(want, threshold)
 
   # predict.py, TensorFlow and ONNX Runtime, and on Apache Beam (no repeated flags).
   for door, got in _predict_doors(run, test, tmp_path).items():
@@ -172,24 +187,34 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   if problem == "regression":
     got = [dict(score=float(s)) for s in served["score"].numpy()]
   elif problem == "multi":
-    got = [dict(labels=[LABELS["multi"][j] for j in np.flatnonzero(m)],
-                probabilities=dict(zip(LABELS["multi"], map(float, p))))
+    got = [dict(labels=[labels[j] for j in np.flatnonzero(m)],
+                probabilities=dict(zip(labels, map(float, p))))
            for m, p in zip(served["label_mask"].numpy(), served["probabilities"].numpy())]
   else:
-    got = [dict(label=LABELS["single"][int(i)], probabilities=dict(zip(LABELS["single"],
-                                                                        map(float, p))))
+    got = [dict(label=labels[int(i)], probabilities=dict(zip(labels, map(float, p))))
            for i, p in zip(served["label_ids"].numpy(), served["probabilities"].numpy())]
   _agree("serving SavedModel", want, got, problem)
 
-  # TFLite, float32: one example a call.
+  # TFLite, float32: one example a call, a multi-label's thresholds read from its sidecar.
   from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
   lite_file = tmp_path / "model.tflite"
   export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
                                                 output_file=str(lite_file)))
+  sidecar = json.loads((tmp_path / "model.tflite.json").read_text())
   names = record.text_fields                                        # sentence, or a pair's
-  got = lite_answers(lite_file, names, fields, LABELS[problem],
-                     0.5 if problem == "multi" else None)
+  assert sidecar["inputs"] == names
+  assert problem == "regression" or sidecar["labels"] == labels
+  if problem == "multi":
+    lite_threshold = [sidecar["multi_label_thresholds"][n] for n in labels]
+    assert lite_threshold == pytest.approx(list(threshold))
+  got = lite_answers(lite_file, names, fields, labels,
+                     lite_threshold if problem == "multi" else None)
   _agree("TFLite float32", want, got, problem, tolerance=1e-4)
+  if problem == "multi":   # (the ONNX file predict.py kept in the run carries them too)
+    import onnx  # pylint: disable=import-outside-toplevel
+    props = {p.key: json.loads(p.value) for p in onnx.load(str(run / "onnx" / "predict.onnx"))
+             .metadata_props}
+    assert props["multi_label_thresholds"] == pytest.approx(dict(zip(labels, threshold)))
 
   # The token ids the other doors show: tokenizer.json (transformers' fast tokenizer),
   # the TF-Hub preprocessor, KerasHub's preprocessor.
@@ -203,7 +228,7 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   from albert_tf import build_hf_model, problems, sources  # pylint: disable=import-outside-toplevel
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["problem_type"] == record.problem.type
-  assert [config["id2label"][str(i)] for i in range(len(LABELS[problem]))] == LABELS[problem]
+  assert [config["id2label"][str(i)] for i in range(len(labels))] == labels
   model = record.model()
   x = {k: tf.constant(ids[:, :16]) for k in ("input_word_ids",)}
   x.update(input_mask=tf.ones_like(x["input_word_ids"]),
@@ -217,27 +242,8 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
     if all(f):   # (transformers packs an empty second text as no pair: tests/test_peers.py)
       assert fast.encode(*f).ids == list(want_ids) or sum(len(tokenizer.encode(t)) for t in f) \
           > SEQ - 3, f          # (and truncates pairs its own way: docs/huggingface.md)
-  hub_dir = tmp_path / "hub"
-  export_tf_hub.export_from_sources(str(hub_dir / "encoder"), str(hub_dir / "preprocessor"),
-                                    albert_directory=str(run))
-  preprocessor = tf.saved_model.load(str(hub_dir / "preprocessor"))
-  segments = [preprocessor.tokenize(tf.constant([f[i] for f in fields]))
-              for i in range(len(names))]
-  hub_inputs = preprocessor.bert_pack_inputs(segments, seq_length=tf.constant(SEQ))
-  assert np.array_equal(hub_inputs["input_word_ids"].numpy(), ids)
-  pooled = tf.saved_model.load(str(hub_dir / "encoder"))(hub_inputs)["pooled_output"]
-  logits = model.classifier(pooled, training=False).numpy()                     # [N, C]
-  got = [record.problem.answer(row, 0.5) for row in logits]
-  _agree("TF-Hub preprocessor + encoder", want, got, problem)
-  # The same two SavedModels in Keras 3 (the README's recipe).
-  from albert_tf.export.keras3 import AlbertEncoderLayer, AlbertPreprocessorLayer  # pylint: disable=import-outside-toplevel
-  keras3_inputs = AlbertPreprocessorLayer(str(hub_dir / "preprocessor"), seq_length=SEQ)(
-      [tf.constant([f[i] for f in fields]) for i in range(len(names))])
-  assert np.array_equal(np.asarray(keras3_inputs["input_word_ids"]), ids)
-  pooled = AlbertEncoderLayer(str(hub_dir / "encoder"))(keras3_inputs)["pooled_output"]
-  logits = model.classifier(tf.constant(np.asarray(pooled)), training=False).numpy()
-  got = [record.problem.answer(row, 0.5) for row in logits]
-  _agree("Keras 3 recipe", want, got, problem)
+  if problem == "single":
+    check_tf_hub_doors(run, record, model, fields, ids, want, tokenizer, tmp_path)
 
   # KerasHub: the preset's own preprocessor and classifier on raw text.
   import keras_hub  # pylint: disable=import-outside-toplevel
@@ -247,9 +253,11 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
   back = sources.read(str(tmp_path / "preset"))   # the problem and the labels read back
   assert back.problem_type == record.problem.type
-  assert problem == "regression" or back.labels == LABELS[problem]
+  assert problem == "regression" or back.labels == labels
   if problem == "multi":
-    assert (metadata["problem_type"], metadata["labels"]) == (problems.MULTI, LABELS["multi"])
+    assert (metadata["problem_type"], metadata["labels"]) == (problems.MULTI, labels)
+    for written in (config, metadata):
+      assert written["multi_label_thresholds"] == pytest.approx(dict(zip(labels, threshold)))
   columns = tuple(np.array([f[i] for f in fields]) for i in range(len(names)))
   x = task.preprocessor(x=columns if len(columns) > 1 else columns[0])
   assert np.array_equal(np.asarray(x["token_ids"]), ids)
@@ -257,10 +265,51 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   if problem == "regression":
     got = [dict(score=float(s)) for s in outputs[:, 0]]
   elif problem == "multi":   # (the preset's activation is the sigmoid)
-    got = [record.problem.answer(np.log(p / (1 - p)), 0.5) for p in outputs]
+    got = [record.problem.answer(np.log(p / (1 - p)), threshold) for p in outputs]
   else:
-    got = [record.problem.answer(row, 0.5) for row in outputs]
+    got = [record.problem.answer(row, threshold) for row in outputs]
   _agree("KerasHub AlbertTextClassifier", want, got, problem)
+
+
+def check_tuned(want, thresholds):
+  """--do_predict's label sets are by each label's tuned threshold, which differ from 0.5
+  and change some of them."""
+  labels = LABELS["multi"]
+  assert isinstance(thresholds, tuple) and thresholds != (0.5,) * len(labels), thresholds
+  tuned = [[n for n, t in zip(labels, thresholds) if a["probabilities"][n] > t] for a in want]
+  assert [a["labels"] for a in want] == tuned
+  assert tuned != [[n for n in labels if a["probabilities"][n] > 0.5] for a in want]
+
+
+def check_tf_hub_doors(run, record, model, fields, ids, want, tokenizer, tmp_path):
+  """The TF-Hub preprocessor + encoder of a pair run, in Keras 2 (hub's own loading) and
+  in Keras 3 (the README's recipe): the run's ids for two texts and for one, and, with the
+  run's head on the pooled output, --do_predict's answers."""
+  from albert_tf.commands import export_tf_hub  # pylint: disable=import-outside-toplevel
+  from albert_tf.export.keras3 import AlbertEncoderLayer, AlbertPreprocessorLayer  # pylint: disable=import-outside-toplevel
+  hub_dir = tmp_path / "hub"
+  export_tf_hub.export_from_sources(str(hub_dir / "encoder"), str(hub_dir / "preprocessor"),
+                                    albert_directory=str(run))
+  preprocessor = tf.saved_model.load(str(hub_dir / "preprocessor"))
+  columns = [tf.constant([f[i] for f in fields]) for i in range(2)]
+  hub_inputs = preprocessor.bert_pack_inputs([preprocessor.tokenize(c) for c in columns],
+                                             seq_length=tf.constant(SEQ))
+  assert np.array_equal(hub_inputs["input_word_ids"].numpy(), ids)
+  one = [pack_inputs(tokenizer.encode(f[0]), None, SEQ, tokenizer.cls_id, tokenizer.sep_id,
+                     tokenizer.pad_id)["input_word_ids"] for f in fields]
+  assert np.array_equal(preprocessor.bert_pack_inputs(
+      [preprocessor.tokenize(columns[0])], seq_length=tf.constant(SEQ))["input_word_ids"], one)
+  pooled = tf.saved_model.load(str(hub_dir / "encoder"))(hub_inputs)["pooled_output"]
+  logits = model.classifier(pooled, training=False).numpy()                     # [N, C]
+  _agree("TF-Hub preprocessor + encoder", want,
+         [record.problem.answer(row) for row in logits], "single")
+  keras3 = AlbertPreprocessorLayer(str(hub_dir / "preprocessor"), seq_length=SEQ)
+  assert np.array_equal(np.asarray(keras3(columns[:1])["input_word_ids"]), one)
+  keras3_inputs = keras3(columns)
+  assert np.array_equal(np.asarray(keras3_inputs["input_word_ids"]), ids)
+  pooled = AlbertEncoderLayer(str(hub_dir / "encoder"))(keras3_inputs)["pooled_output"]
+  logits = model.classifier(tf.constant(np.asarray(pooled)), training=False).numpy()
+  _agree("Keras 3 recipe", want, [record.problem.answer(row) for row in logits], "single")
 
 
 QUESTIONS = ["What is the price?", "How many units are there?", "Who made it (and where)?",
@@ -447,63 +496,3 @@ def test_a_tagger_answers_through_every_door_as_do_predict(start, tmp_path):
   assert len(fits) >= 3
   check_lite_tags(run, tmp_path / "ner.tflite", [words[i] for i in fits],
                   [predicted[i] for i in fits], SEQ)
-
-
-def tuned_run(start, tmp_path):
-  """A multi-label run with --multi_label_threshold=tune (on its training rows as dev),
-  --do_predict on the realistic texts: (the run, its test file)."""
-  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
-  rows = _rows("multi")
-  train = _write(tmp_path / "train.jsonl", rows)
-  test = _write(tmp_path / "test.jsonl", [{k: v for k, v in r.items() if k != "label"}
-                                          for r in rows[:len(TEXTS)]])
-  run = tmp_path / "run"
-  classification.run(classification.ClassifierOptions(
-      train_file=train, dev_file=train, test_file=test, id_column="id", output_dir=str(run),
-      multi_label_threshold="tune", albert_config_file=start["config"],
-      init_checkpoint=start["init"], spm_model_file=start["spm"], max_seq_length=SEQ,
-      train_batch_size=8, train_step=2, warmup_step=0, learning_rate=1e-3,
-      save_checkpoints_steps=2, do_train=True, do_predict=True, progress=False, seed=0))
-  return run, test
-
-
-@pytest.mark.slow
-def test_tuned_thresholds_go_through_every_door(start, tmp_path):
-  """A multi-label run with --multi_label_threshold=tune: predict.py (TensorFlow, ONNX
-  Runtime, Beam) and the serving export give its label sets by each label's threshold,
-  and the ONNX, TFLite (its sidecar), Hugging Face and KerasHub exports carry them."""
-  import onnx  # pylint: disable=import-outside-toplevel
-  from albert_tf.commands import convert, export_tflite  # pylint: disable=import-outside-toplevel
-  from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
-  run, test = tuned_run(start, tmp_path)
-  record = runs.Run.read(str(run))
-  labels, thresholds = LABELS["multi"], record.multi_label_threshold
-  assert isinstance(thresholds, tuple) and thresholds != (0.5,) * len(labels), thresholds
-  want = _answers(run / "test_predictions.jsonl")
-  tuned = [[n for n, t in zip(labels, thresholds) if a["probabilities"][n] > t] for a in want]
-  assert [a["labels"] for a in want] == tuned
-  at_half = [[n for n in labels if a["probabilities"][n] > 0.5] for a in want]
-  assert tuned != at_half            # (the thresholds change some answers)
-  for door, got in _predict_doors(run, test, tmp_path).items():
-    _agree(door, want, got, "multi")
-  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-  served = tf.saved_model.load(str(run / "serving")).signatures["serving_default"](
-      sentence1=tf.constant(TEXTS))
-  assert [[labels[j] for j in np.flatnonzero(m)] for m in served["label_mask"].numpy()] == tuned
-  as_dict = dict(zip(labels, thresholds))
-  props = {p.key: json.loads(p.value) for p in onnx.load(str(run / "onnx" / "predict.onnx"))
-           .metadata_props}
-  assert props["multi_label_thresholds"] == pytest.approx(as_dict)
-  lite_file = tmp_path / "model.tflite"
-  export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
-                                                output_file=str(lite_file)))
-  sidecar = json.loads((tmp_path / "model.tflite.json").read_text())
-  assert sidecar["labels"] == labels and sidecar["multi_label_thresholds"] == pytest.approx(as_dict)
-  got = lite_answers(lite_file, sidecar["inputs"], [[t] for t in TEXTS], labels,
-                     [sidecar["multi_label_thresholds"][n] for n in labels])
-  assert [g["labels"] for g in got] == tuned
-  for fmt, name in (("hf", "config.json"), ("keras_hub", "metadata.json")):
-    convert.run(convert.ConvertOptions(model=str(run), output_format=fmt,
-                                       output_dir=str(tmp_path / fmt)))
-    written = json.loads((tmp_path / fmt / name).read_text())
-    assert written["multi_label_thresholds"] == pytest.approx(as_dict), fmt

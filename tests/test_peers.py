@@ -650,17 +650,18 @@ def test_every_kind_answers_in_transformers_as_do_predict(kind, start, tmp_path)
 def test_docs_transformers_blocks_apply_tuned_thresholds_as_the_run(start, tmp_path,
                                                                     monkeypatch):
   """docs/own_data.md's transformers block, on the Hugging Face export of a run with
-  --multi_label_threshold=tune (tests/test_doors.py's): its label sets are the run's
-  (albert_tf.Predictor's, which applies the run's thresholds) for the block's texts.
+  --multi_label_threshold=tune (tests/test_doors.py's multi-label run): its label sets
+  are the run's (albert_tf.Predictor's, which applies the run's thresholds) for the
+  block's texts.
   (tests/test_readme.py runs every other block; the ones that import transformers run
   here.)"""
   from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
   from albert_tf.commands import convert  # pylint: disable=g-import-not-at-top
-  from test_doors import tuned_run  # pylint: disable=g-import-not-at-top
+  from test_doors import classifier_run  # pylint: disable=g-import-not-at-top
   from test_readme import needs_transformers, python_blocks  # pylint: disable=g-import-not-at-top
   blocks = {place: code for place, code in python_blocks().items() if needs_transformers(code)}
   assert list(blocks) and all(p.startswith("docs/own_data.md") for p in blocks), list(blocks)
-  run, _ = tuned_run(start, tmp_path)
+  run = classifier_run("multi", start, tmp_path)[0]   # (its thresholds tuned)
   convert.run(convert.ConvertOptions(model=str(run), output_format="hf",
                                      output_dir=str(tmp_path / "hf_topics")))
   monkeypatch.chdir(tmp_path)

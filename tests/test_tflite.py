@@ -255,31 +255,6 @@ def test_quantized_files_are_smaller(mrpc_run):
   assert sizes["dynamic_int8"] < sizes["float16"] < sizes["none"], sizes
 
 
-def test_single_sentence_and_regression_signatures(tmp_path, spm_model):
-  """SST-2 takes `sentence`, STS-B returns `score`; both equal the SavedModel's."""
-  tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
-  texts = ["A gripping, funny film.", "ＦＵＬＬ width and naïve 1,000 words " * 3]
-  for name, key in (("SST-2", "probabilities"), ("STS-B", "score")):
-    task = glue.get_task(name)
-    out = tmp_path / name
-    model = AlbertClassifier(AlbertEncoder(CFG), task.num_labels)
-    write_classifier_run(out, model, CFG, 16, task=name, spm_model_file=spm_model)
-    pairs = name == "STS-B"
-    export_classifier(model, str(out / "serving"), tokenizer, 16, task.labels, pairs=pairs)
-    path = tmp_path / f"{name}.tflite"
-    export_tflite.run(export_tflite.TFLiteOptions(model=str(out), output_file=str(path),
-                                    quantization="none"))
-    runner = litert(path.read_bytes()).get_signature_runner()
-    saved = tf.saved_model.load(str(out / "serving")).signatures["serving_default"]
-    fields = ["sentence1", "sentence2"] if pairs else ["sentence"]
-    assert set(runner.get_input_details()) == set(fields)
-    for text in texts:
-      got = runner(**{f: np.array([text.encode()], dtype=object) for f in fields})[key]
-      saved_fields = ["sentence1", "sentence2"] if pairs else ["sentence1"]
-      want = saved(**{f: tf.constant([text]) for f in saved_fields})[key].numpy()
-      assert_close(got, want, 1e-4)
-
-
 def test_bad_inputs_name_the_flag_and_touch_nothing(mrpc_run, tmp_path, spm_model):
   run_dir = mrpc_run["root"] / "out"
   before = sorted(os.listdir(run_dir))
