@@ -430,26 +430,29 @@ def tagger_run(start, tmp_path):
   serving signature, the texts, their words, --do_predict's tags of each word)."""
   from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
+  from albert_tf.text.preprocessing import word_spans  # pylint: disable=import-outside-toplevel
   from common import write_conll  # pylint: disable=import-outside-toplevel
   data = write_conll(str(tmp_path / "conll"), sizes=(("train", 40), ("dev", 8), ("test", 4)))
+  texts = [t for t in TEXTS if t]
+  # The test file: the texts cut into words where the serving export cuts them (checked
+  # against the export below), so that one run trains and predicts.
+  words = [[w.decode() for w in sentence] for sentence in
+           word_spans(tf.constant(texts))[0].to_list()]
+  with open(f"{data}/test.txt", "w", encoding="utf-8") as f:
+    f.write("".join("".join(f"{w} _ _ O\n" for w in sentence) + "\n" for sentence in words))
   run = tmp_path / "run"
-  flags = dict(data_dir=data, output_dir=str(run), albert_config_file=start["config"],
-               init_checkpoint=start["init"], spm_model_file=start["spm"],
-               max_seq_length=SEQ, doc_stride=16, train_batch_size=8, train_step=2,
-               warmup_step=0, save_checkpoints_steps=2, progress=False)
   token_classification.run(token_classification.NerOptions(
-      do_train=True, do_eval=False, do_predict=False, **flags))
+      data_dir=data, output_dir=str(run), albert_config_file=start["config"],
+      init_checkpoint=start["init"], spm_model_file=start["spm"], max_seq_length=SEQ,
+      doc_stride=16, train_batch_size=8, train_step=2, warmup_step=0,
+      save_checkpoints_steps=2, progress=False, do_train=True, do_eval=False,
+      do_predict=True))
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
   serve = tf.saved_model.load(predict_beam.serving_model(str(run))).signatures[
       "serving_default"]
-  texts = [t for t in TEXTS if t]
   served = {k: v.numpy() for k, v in serve(sentences=tf.constant(texts)).items()}
-  words = [[w.decode() for w in served["words"][i][:served["num_words"][i]]]
-           for i in range(len(texts))]
-  with open(f"{data}/test.txt", "w", encoding="utf-8") as f:
-    f.write("".join("".join(f"{w} _ _ O\n" for w in sentence) + "\n" for sentence in words))
-  token_classification.run(token_classification.NerOptions(
-      do_train=False, do_eval=False, do_predict=True, **flags))
+  assert [[w.decode() for w in served["words"][i][:served["num_words"][i]]]
+          for i in range(len(texts))] == words
   lines = (run / "test_predictions.txt").read_text(encoding="utf-8").split("\n")
   predicted, sentence = [], []
   for line in lines:
