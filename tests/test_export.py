@@ -432,6 +432,9 @@ def test_a_bfloat16_encoder_export_computes_in_bfloat16_with_float32_outputs(rel
   assert keras.mixed_precision.global_policy().name == "float32"
 
 
+# (on the grouped model only: the fully shared one goes through the same recipe in
+# tests/test_doors.py, which checks its answers against a run's --do_predict)
+@pytest.mark.parametrize("released", [GROUPED], ids=["grouped"], indirect=True)
 def test_keras3_recipe_raw_text_to_a_fine_tuned_head(released, preprocess):
   """TensorFlow's own Keras 3: text -> AlbertPreprocessorLayer -> AlbertEncoderLayer ->
   Dense, as the README writes it. The encoder's outputs equal hub.KerasLayer's (tf_keras)
