@@ -421,6 +421,34 @@ def _check_output_files(output_dir, dev_file, version_2, n_best_size):
   return dataset, predictions, nbest, null_odds, written
 
 
+def check_predict_py(out, dataset, predictions, tmp_path, count=60):
+  """predict.py on the run's first `count` dev questions (JSONL: question, context):
+  --do_predict's answers, and its scores (the best n-best probability) within 1e-5; each
+  answer is the context's characters [start, end). (ONNX Runtime and Beam give the same
+  logits, whose answers the same rules make: tests/test_doors.py.) Returns (the
+  questions, the answers)."""
+  with open(out / "nbest_predictions.json") as f:
+    nbest = json.load(f)
+  questions = [dict(id=qa["id"], question=qa["question"], context=p["context"])
+               for article in dataset for p in article["paragraphs"] for qa in p["qas"]][:count]
+  source = tmp_path / "questions.jsonl"
+  source.write_text("".join(json.dumps(q) + "\n" for q in questions))
+  predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
+                                     output_file=str(tmp_path / "answers.jsonl"),
+                                     id_column="id", batch_size=16, progress=False))
+  got = [json.loads(line) for line in open(tmp_path / "answers.jsonl")]
+  assert [g["id"] for g in got] == [q["id"] for q in questions]
+  assert [g["answer"] for g in got] == [predictions[q["id"]] for q in questions]
+  assert_close([g["score"] for g in got], [nbest[q["id"]][0]["probability"] for q in questions],
+               1e-5)
+  for g, q in zip(got, questions):
+    if g["answer"]:
+      assert q["context"][g["start"]:g["end"]] == g["answer"]
+    else:
+      assert g["start"] is None and g["end"] is None
+  return questions, got
+
+
 @pytest.mark.slow
 @pytest.mark.learning
 def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files, tmp_path,
@@ -440,6 +468,9 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
   assert written["checkpoint"] == "model.ckpt-best"
   for name in ("learning_curve.png", "eval_log.csv", "train_log.csv", "train", "eval"):
     assert os.path.exists(tmp_path / "v1" / name), name
+  # predict.py: --do_predict's answers (v1.1's: no has_answer, no null score).
+  _, got = check_predict_py(tmp_path / "v1", dataset, predictions, tmp_path, count=40)
+  assert not {"has_answer", "null_score"} & set(got[0])
 
   # The cached prediction features are reused; a given file built otherwise is refused
   # and left as it was.
@@ -484,30 +515,9 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
   recomputed = metrics.squad_v2_evaluate(dataset, predictions, null_odds, 0.0)
   assert recomputed == pytest.approx(evaluation)
   assert all((predictions[q] == "") == (null_odds[q] > 0.0) for q in predictions)
-  # predict.py on the dev questions (JSONL: question, context): --do_predict's answers, and
-  # its scores (the best n-best probability) and null scores within 1e-5; each answer is
-  # the context's characters [start, end).
-  with open(out / "nbest_predictions.json") as f:
-    nbest = json.load(f)
-  questions = [dict(id=qa["id"], question=qa["question"], context=p["context"])
-               for article in dataset for p in article["paragraphs"] for qa in p["qas"]][:60]
-  source = tmp_path / "questions.jsonl"
-  source.write_text("".join(json.dumps(q) + "\n" for q in questions))
-  predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
-                                     output_file=str(tmp_path / "answers.jsonl"),
-                                     id_column="id", batch_size=16, progress=False))
-  got = [json.loads(line) for line in open(tmp_path / "answers.jsonl")]
-  assert [g["id"] for g in got] == [q["id"] for q in questions]
-  assert [g["answer"] for g in got] == [predictions[q["id"]] for q in questions]
+  questions, got = check_predict_py(out, dataset, predictions, tmp_path)
   assert [g["has_answer"] for g in got] == [predictions[q["id"]] != "" for q in questions]
-  assert_close([g["score"] for g in got], [nbest[q["id"]][0]["probability"] for q in questions],
-               1e-5)
   assert_close([g["null_score"] for g in got], [null_odds[q["id"]] for q in questions], 1e-5)
-  for g, q in zip(got, questions):
-    if g["answer"]:
-      assert q["context"][g["start"]:g["end"]] == g["answer"]
-    else:
-      assert g["start"] is None and g["end"] is None
   with pytest.raises(ValueError, match=r"no_context.jsonl:1: no context"):
     empty = tmp_path / "no_context.jsonl"
     empty.write_text(json.dumps(dict(question="who?", context=" ")) + "\n")
