@@ -37,12 +37,27 @@ def _error_line(done):
   return lines[0]
 
 
-def _run(script, *flags, env=None):
-  """A script in a process of its own: huggingface_hub reads HF_HOME and HF_HUB_OFFLINE
-  when it is imported, so a test of those variables needs a new process."""
-  return subprocess.run([sys.executable, os.path.join(ROOT, script), *flags],
+_RUN_ALL = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from common import run_script
+done = [run_script(*command) for command in json.loads(sys.argv[2])]
+print(json.dumps([[d.returncode, d.stdout, d.stderr] for d in done]))
+"""
+
+
+def _run(env, *commands):
+  """Scripts (each a list: the script, its flags) in one process of their own, one after
+  the other, as common.run_script runs them: huggingface_hub reads HF_HOME and
+  HF_HUB_OFFLINE when it is imported, so a test of those variables needs a new process
+  (one TensorFlow import for them all). Their subprocess.CompletedProcess."""
+  done = subprocess.run([sys.executable, "-c", _RUN_ALL, os.path.dirname(__file__),
+                         json.dumps([[str(x) for x in c] for c in commands])],
                         capture_output=True, text=True, timeout=600, cwd=ROOT,
-                        env={**os.environ, **(env or {})})
+                        env={**os.environ, **env})
+  assert done.returncode == 0, done.stderr[-3000:]
+  return [subprocess.CompletedProcess(c, code, out, err)
+          for c, (code, out, err) in zip(commands, json.loads(done.stdout.splitlines()[-1]))]
 
 
 def _write_release(root, cfg):
@@ -370,21 +385,23 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
                     f"--output_dir={tmp_path / 'from_hub'}", env=dict(TFHUB_CACHE_DIR=hub_cache))
   assert done.returncode == 0, done.stderr[-2000:]
   assert "TF-Hub encoder SavedModel" in done.stdout
-  done = _run("hub_export/export.py", "--albert_directory=albert-org/tiny-albert",
-              f"--export_path={tmp_path / 'exported'}", env=env)
-  assert done.returncode == 0, done.stderr[-2000:]
+  # (HF_HOME and HF_HUB_OFFLINE: a process of their own, for these two)
+  exported, missing = _run(env, ["hub_export/export.py", "--albert_directory=albert-org/tiny-albert",
+                                 f"--export_path={tmp_path / 'exported'}"],
+                           ["convert_checkpoint.py", "--input=albert-org/missing",
+                            "--output_format=hf", f"--output_dir={tmp_path / 'never'}"])
+  assert exported.returncode == 0, exported.stderr[-2000:]
   inputs = encoder_inputs(random_inputs(CFG))
   assert_close(tf.saved_model.load(str(tmp_path / "exported"))(inputs)["pooled_output"],
                _released(modules["release"]).encoder(inputs)["pooled_output"], 1e-5)
-  for flag, name, words, run in (
-      ("--input", "albert-org/missing", ("HF_HUB_OFFLINE", "HF_HOME"), _run),
-      ("--input", "https://tfhub.dev/google/nothing/1", ("TFHUB_CACHE_DIR", str(hub_cache)),
-       run_script)):
-    done = run("convert_checkpoint.py", f"{flag}={name}", "--output_format=hf",
-               f"--output_dir={tmp_path / 'never'}", env=env)
+  nothing = run_script("convert_checkpoint.py", "--input=https://tfhub.dev/google/nothing/1",
+                       "--output_format=hf", f"--output_dir={tmp_path / 'never'}", env=env)
+  for done, name, words in (
+      (missing, "albert-org/missing", ("HF_HUB_OFFLINE", "HF_HOME")),
+      (nothing, "https://tfhub.dev/google/nothing/1", ("TFHUB_CACHE_DIR", str(hub_cache)))):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     line = _error_line(done)
-    assert f"{flag}={name}" in line and all(w in line for w in words), line
+    assert f"--input={name}" in line and all(w in line for w in words), line
     assert not (tmp_path / "never").exists()
 
 
@@ -396,8 +413,8 @@ def test_an_absurd_config_is_refused_before_anything_is_built(hf_directories, tm
   shutil.copytree(hf_directories / "main", bad)
   config = json.loads((bad / "config.json").read_text())
   (bad / "config.json").write_text(json.dumps(dict(config, num_hidden_layers=100000000)))
-  done = _run("hub_export/export.py", f"--albert_directory={bad}",
-              f"--export_path={tmp_path / 'never'}")
+  done = run_script("hub_export/export.py", f"--albert_directory={bad}",
+                    f"--export_path={tmp_path / 'never'}")
   assert done.returncode == 1 and "Traceback" not in done.stderr
   assert "num_hidden_layers=100000000 exceeds 1024" in _error_line(done)
   with pytest.raises(ValueError, match="parameters, over"):
