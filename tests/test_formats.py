@@ -386,10 +386,11 @@ def test_hub_handles_and_repo_ids_in_the_scripts_offline(modules, hf_directories
   assert done.returncode == 0, done.stderr[-2000:]
   assert "TF-Hub encoder SavedModel" in done.stdout
   # (HF_HOME and HF_HUB_OFFLINE: a process of their own, for these two)
-  exported, missing = _run(env, ["hub_export/export.py", "--albert_directory=albert-org/tiny-albert",
-                                 f"--export_path={tmp_path / 'exported'}"],
-                           ["convert_checkpoint.py", "--input=albert-org/missing",
-                            "--output_format=hf", f"--output_dir={tmp_path / 'never'}"])
+  exported, missing = _run(
+      env, ["hub_export/export.py", "--albert_directory=albert-org/tiny-albert",
+            f"--export_path={tmp_path / 'exported'}"],
+      ["convert_checkpoint.py", "--input=albert-org/missing", "--output_format=hf",
+       f"--output_dir={tmp_path / 'never'}"])
   assert exported.returncode == 0, exported.stderr[-2000:]
   inputs = encoder_inputs(random_inputs(CFG))
   assert_close(tf.saved_model.load(str(tmp_path / "exported"))(inputs)["pooled_output"],
