@@ -421,14 +421,12 @@ def _check_output_files(output_dir, dev_file, version_2, n_best_size):
   return dataset, predictions, nbest, null_odds, written
 
 
-def check_predict_py(out, dataset, predictions, tmp_path, count=60):
+def check_predict_py(out, dataset, predictions, nbest, tmp_path, count=60):
   """predict.py on the run's first `count` dev questions (JSONL: question, context):
   --do_predict's answers, and its scores (the best n-best probability) within 1e-5; each
   answer is the context's characters [start, end). (ONNX Runtime and Beam give the same
   logits, whose answers the same rules make: tests/test_doors.py.) Returns (the
   questions, the answers)."""
-  with open(out / "nbest_predictions.json") as f:
-    nbest = json.load(f)
   questions = [dict(id=qa["id"], question=qa["question"], context=p["context"])
                for article in dataset for p in article["paragraphs"] for qa in p["qas"]][:count]
   source = tmp_path / "questions.jsonl"
@@ -461,7 +459,7 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
   print("SQuAD v1.1 untrained", untrained, "trained", evaluation)
   assert evaluation["exact_match"] >= 40 and evaluation["f1"] >= 45
   assert evaluation["exact_match"] >= untrained["exact_match"] + 35
-  dataset, predictions, _, _, written = _check_output_files(
+  dataset, predictions, nbest, _, written = _check_output_files(
       tmp_path / "v1", squad_files["v1_dev"], False, 20)
   assert metrics.squad_v1_evaluate(dataset, predictions) == pytest.approx(evaluation)
   assert float(written["exact_match"]) == pytest.approx(evaluation["exact_match"])
@@ -469,7 +467,8 @@ def test_squad_v1_tiny_model_learns_and_writes_the_official_formats(squad_files,
   for name in ("learning_curve.png", "eval_log.csv", "train_log.csv", "train", "eval"):
     assert os.path.exists(tmp_path / "v1" / name), name
   # predict.py: --do_predict's answers (v1.1's: no has_answer, no null score).
-  _, got = check_predict_py(tmp_path / "v1", dataset, predictions, tmp_path, count=40)
+  _, got = check_predict_py(tmp_path / "v1", dataset, predictions, nbest, tmp_path,
+                          count=40)
   assert not {"has_answer", "null_score"} & set(got[0])
 
   # The cached prediction features are reused; a given file built otherwise is refused
@@ -505,7 +504,7 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
       argv.append(f"--{key}={value}")
   done = run_script("run_squad.py", *argv)
   assert done.returncode == 0, done.stderr[-3000:]
-  dataset, predictions, _, null_odds, written = _check_output_files(
+  dataset, predictions, nbest, null_odds, written = _check_output_files(
       out, squad_files["v2_dev"], True, 20)
   evaluation = {k: float(v) for k, v in written.items() if k != "checkpoint"}
   print("SQuAD v2.0", evaluation)
@@ -515,7 +514,7 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
   recomputed = metrics.squad_v2_evaluate(dataset, predictions, null_odds, 0.0)
   assert recomputed == pytest.approx(evaluation)
   assert all((predictions[q] == "") == (null_odds[q] > 0.0) for q in predictions)
-  questions, got = check_predict_py(out, dataset, predictions, tmp_path)
+  questions, got = check_predict_py(out, dataset, predictions, nbest, tmp_path)
   assert [g["has_answer"] for g in got] == [predictions[q["id"]] != "" for q in questions]
   assert_close([g["null_score"] for g in got], [null_odds[q["id"]] for q in questions], 1e-5)
   with pytest.raises(ValueError, match=r"no_context.jsonl:1: no context"):
