@@ -14,7 +14,8 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.heads import (AlbertClassificationHead, AlbertMaskedLMHead,
                                       AlbertSentenceOrderHead, AlbertSpanHead, AlbertSpanV2Head)
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
+                                       AlbertQuestionAnswerer, AlbertTokenClassifier,
+                                       AlbertWindowsClassifier)
 from albert_tf.modeling.checkpoints import LoadReport
 from albert_tf.formats import load_checkpoint, load_original_checkpoint, save_original_checkpoint
 from albert_tf.formats.huggingface import build_hf_model, load_hf_weights, save_hf_model

@@ -233,11 +233,22 @@ def run_with_flags(argv: Sequence[str], options_type,
     sys.stdout.flush()
     sys.stderr.write(f"{_program()}: {e}\n")
     sys.exit(e.exit_code)
+  print_results(results)
+  return results
+
+
+def print_results(results: Optional[Dict[str, Dict[str, object]]]) -> None:
+  """A command's closing lines: `kind: key = value, ...` for each kind of results, then
+  the line of a run that did not learn (`albert_tf.tasks.base.not_learned`), last."""
+  last = []
   for kind, metrics in (results or {}).items():
     if isinstance(metrics, dict):
+      last += [v for k, v in metrics.items() if k == "did_not_learn"]
       print(f"{kind}: " + ", ".join(f"{k} = {v:.4g}" if isinstance(v, (int, float)) else
-                                    f"{k} = {v}" for k, v in metrics.items()))
-  return results
+                                    f"{k} = {v}" for k, v in metrics.items()
+                                    if k != "did_not_learn"))
+  for line in last:
+    print(line)
 
 
 def _program() -> str:

@@ -45,7 +45,7 @@ from albert_tf.files import atomic_open
 from albert_tf.export.onnx import inference_function
 from albert_tf.export.tagger import tagger_module
 from albert_tf.progress import progress_bar
-from albert_tf.text.packing import pack_texts, pack_windows
+from albert_tf.text.packing import pack_texts, pack_windows, window_starts
 from albert_tf.text.tokenization import FullTokenizer
 
 Example = Union[str, Sequence, Dict[str, object]]
@@ -239,16 +239,25 @@ class Predictor:
 
   def run(self, packed: List[Dict[str, list]], progress: bool,
           extra: Sequence[str] = ()) -> Dict[str, np.ndarray]:
-    """`forward` over packed examples (lists [S], or [C, S] for RACE), in length-sorted
-    batches cut to each one's longest; the outputs [N, ...] in input order (span logits
-    padded back to seq_length with -inf)."""
+    """`forward` over packed examples (lists [S], or [K, S]: RACE's choices, a text's
+    windows), in batches sorted by size, cut to each one's longest and (a text's windows)
+    padded to its most with windows of no pieces; the outputs [N, ...] in input order
+    (span logits padded back to seq_length with -inf)."""
     lengths = [int(np.max(np.sum(p["input_mask"], -1))) for p in packed]
+    counts = [len(p["input_mask"]) if np.ndim(p["input_mask"]) == 2 else 1 for p in packed]
     parts: Dict[str, list] = {}
     order = []
-    for rows in self.batches(lengths, progress, "predicting"):
+    for rows in self.batches([c * self.seq_length + n for c, n in zip(counts, lengths)],
+                             progress, "predicting"):
       width = max(1, max(lengths[r] for r in rows))
-      batch = {k: np.array([np.asarray(packed[r][k])[..., :width] for r in rows],
-                           np.float32 if k in extra else np.int32)
+      most = max(counts[r] for r in rows)
+
+      def cut(r, k):
+        value = np.asarray(packed[r][k])[..., :width]
+        if value.ndim == 2 and len(value) < most:                       # [K, S] -> [most, S]
+          value = np.pad(value, [(0, most - len(value)), (0, 0)])
+        return value
+      batch = {k: np.array([cut(r, k) for r in rows], np.float32 if k in extra else np.int32)
                for k in ("input_word_ids", "input_mask", "input_type_ids", *extra)}
       for k, v in self.forward(batch).items():
         if v.ndim == 2 and k.endswith("_logits"):                   # [B, width] -> [B, S]
@@ -311,6 +320,13 @@ class Classifying(Answers):
                problem=problems.Problem.of(record.problem_type, record.labels),
                seq_length=record.seq_length)
 
+  def tokens(self, p, values):
+    recorded = p.recorded
+    if not getattr(recorded, "windows", False):
+      return super().tokens(p, values)
+    windows = len(window_starts(p.count(values[0]), p.seq_length - 2, recorded.doc_stride))
+    return min(windows, recorded.max_windows or windows) * p.seq_length   # [K, S] padded
+
   def answer(self, p, rows, progress):
     threshold = p.settings.multi_label_threshold
     threshold = 0.5 if threshold is None else threshold
@@ -325,15 +341,19 @@ class Classifying(Answers):
           out[r] = p.problem.answer_of_outputs(values[j], threshold)
       return out
     recorded = p.recorded
-    if getattr(recorded, "windows", False):     # --long_text=windows: pooled as it trained
-      windows = [pack_windows(p.tokenizer, values[0], p.seq_length, recorded.doc_stride)
-                 for values in rows]
-      logits = p.run([w for ws in windows for w in ws], progress)["logits"]  # [windows, C]
-      ends = np.cumsum([len(ws) for ws in windows])
-      pool = np.max if recorded.window_pooling == "max" else np.mean
-      return [p.problem.answer(pool(logits[end - len(ws):end], axis=0), threshold)
-              for ws, end in zip(windows, ends)]
-    packed = [pack_texts(p.tokenizer, values, p.seq_length) for values in rows]
+    if getattr(recorded, "windows", False):   # --long_text=windows: the model pools [K, S]
+      packed, cut = [], 0
+      for values in rows:
+        windows, whole = pack_windows(p.tokenizer, values[0], p.seq_length,
+                                      recorded.doc_stride, recorded.max_windows)
+        cut += whole > len(windows)
+        packed.append({k: [w[k] for w in windows] for k in windows[0]})
+      if cut:
+        print(f"{cut} of {len(rows)} texts are longer than the run's --max_windows="
+              f"{recorded.max_windows} windows; each was answered from its first "
+              f"{recorded.max_windows}")
+    else:
+      packed = [pack_texts(p.tokenizer, values, p.seq_length) for values in rows]
     logits = p.run(packed, progress)["logits"]
     return [p.problem.answer(row, threshold) for row in logits]
 

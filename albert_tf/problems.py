@@ -156,6 +156,12 @@ class Problem:
     """Draws the best checkpoint's dev results as `png_path`; returns what it drew."""
     raise NotImplementedError
 
+  def not_learned(self, train: Optional[np.ndarray], dev: np.ndarray, logits: np.ndarray,
+                  threshold: float = 0.5) -> Optional[str]:
+    """What shows that dev logits [N, C] were learned from nothing (every answer alike, or
+    no better than `baseline` of the training targets, when given); None if they were."""
+    raise NotImplementedError
+
   # -- answers
 
   def answer(self, logits, threshold: float = 0.5) -> Dict[str, object]:
@@ -236,6 +242,17 @@ class SingleLabel(Problem):
 
   def submission(self, logits):
     return self.labels[int(np.argmax(logits))]
+
+  def not_learned(self, train, dev, logits, threshold=0.5):
+    chosen = logits.argmax(-1)
+    if len(dev) > 1 and (chosen == chosen[0]).all():
+      return f"every dev answer is {self.labels[int(chosen[0])]!r}"
+    if train is None:
+      return None
+    accuracy, base = float(np.mean(chosen == dev)), self.baseline(train, dev)["accuracy"]
+    if accuracy <= base:
+      return f"dev accuracy {accuracy:.4f} is not above the majority baseline's {base:.4f}"
+    return None
 
   def baseline(self, train, dev, threshold=0.5):
     """The majority class of the training rows."""
@@ -344,6 +361,19 @@ class MultiLabel(Problem):
   def predictions(self, logits):
     return self.probabilities(logits) > 0.5
 
+  def not_learned(self, train, dev, logits, threshold=0.5):
+    chosen = self.probabilities(logits) > np.asarray(threshold)                  # [N, C]
+    if len(dev) > 1 and (chosen == chosen[:1]).all():
+      names = [n for n, c in zip(self.labels, chosen[0]) if c]
+      return f"every dev answer is the same labels ({', '.join(names) or 'none'})"
+    if train is None:
+      return None
+    f1 = metrics_lib.multi_label_metrics(dev > 0.5, chosen)["micro_f1"]
+    base = self.baseline(train, dev)["micro_f1"]
+    if f1 <= base:
+      return f"dev micro_f1 {f1:.4f} is not above the baseline's {base:.4f}"
+    return None
+
   def baseline(self, train, dev, threshold=0.5):
     """The labels more than half of the training rows have (else the most frequent)."""
     frequency = train.mean(0)                                                 # [C]
@@ -433,6 +463,18 @@ class Regression(Problem):
 
   def submission(self, logits):
     return f"{float(logits[0]):.3f}"
+
+  def not_learned(self, train, dev, logits, threshold=0.5):
+    scores = logits[:, 0]
+    if len(dev) > 1 and np.ptp(scores) <= 1e-6 * max(1.0, float(np.abs(scores).max())):
+      return f"every dev score is {float(scores[0]):.4g}"
+    if train is None:
+      return None
+    mse, base = float(np.mean((scores - dev) ** 2)), self.baseline(train, dev)["mse"]
+    if mse >= base:
+      return (f"dev mean squared error {mse:.4g} is not below the mean baseline's "
+              f"{base:.4g}")
+    return None
 
   def baseline(self, train, dev, threshold=0.5):
     """The training rows' mean score."""

@@ -34,7 +34,8 @@ from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
-                                       AlbertQuestionAnswerer, AlbertTokenClassifier)
+                                       AlbertQuestionAnswerer, AlbertTokenClassifier,
+                                       AlbertWindowsClassifier)
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.distribute import is_chief
 from albert_tf.training.trainer import BEST_PREFIX
@@ -80,13 +81,16 @@ class ClassifierSettings(Settings):
   # The loss's weights (--class_weight / --pos_weight=balanced), from the training rows.
   class_weight: Tuple[float, ...] = ()
   pos_weight: Tuple[float, ...] = ()
-  # --long_text=windows: each text in windows of max_seq_length, doc_stride apart, their
-  # logits pooled (mean or max).
+  # --long_text=windows: each text in windows of max_seq_length, doc_stride apart, at most
+  # max_windows of them (None: all, as runs recorded before the flag), pooled by
+  # window_pooling (AlbertWindowsClassifier's; "mean" for runs recorded before the field).
   long_text: str = "truncate"
   doc_stride: int = 64
   window_pooling: str = "mean"
+  max_windows: Optional[int] = None
 
-  LATER = ("class_weight", "pos_weight", "long_text", "doc_stride", "window_pooling")
+  LATER = ("class_weight", "pos_weight", "long_text", "doc_stride", "window_pooling",
+           "max_windows")
 
   @property
   def windows(self) -> bool:
@@ -182,18 +186,35 @@ def refuse_windows(run: "Run", what: str) -> None:
                      "--runtime=onnxruntime), which windows and pools as the run does")
 
 
-def windows_note(run: Optional["Run"], what: str, metadata: Optional[str]) -> Optional[str]:
+def windows_note(run: Optional["Run"], what: str, metadata: Optional[str],
+                 pools: bool = False) -> Optional[str]:
   """The line an export of a --long_text=windows run prints: the model it writes
-  classifies one window, and `metadata` (where the export carries `long_text`, if it has
-  a place) says how the run windows and pools. None for other runs."""
+  classifies one window (or, `pools`, takes a text's windows and pools them), and
+  `metadata` (where the export carries `long_text`, if it has a place) says how the run
+  windows and pools. None for other runs."""
   windows = run.long_text().get("long_text") if run is not None else None
   if not windows:
     return None
-  return (f"Note: {run.flag}={run.path} was trained with --long_text=windows: {what} "
-          f"classifies one window of {windows['windows_of']} pieces, and a longer text answers "
-          f"as the run only windowed (--doc_stride={windows['doc_stride']}) with the windows' "
-          f"logits pooled (--window_pooling={windows['window_pooling']}), as predict.py does"
+  how = (f"--doc_stride={windows['doc_stride']}, at most --max_windows="
+         f"{windows['max_windows']}, pooled by --window_pooling={windows['window_pooling']}")
+  if pools:
+    said = (f"{what} takes a text's windows of {windows['windows_of']} pieces [batch, "
+            f"windows, {windows['windows_of']}] and pools them as the run does ({how})")
+  else:
+    said = (f"{what} classifies one window of {windows['windows_of']} pieces, and a longer "
+            f"text answers as the run only windowed ({how}), as predict.py does")
+  return (f"Note: {run.flag}={run.path} was trained with --long_text=windows: {said}"
           + (f"; {metadata} says so in `long_text`" if metadata else "") + " (docs/own_data.md)")
+
+
+def _classifier(encoder, run: "Run") -> AlbertClassifier:
+  """A classifier run's model: over each text's windows, pooled, for a --long_text=windows
+  run."""
+  settings = run.settings
+  if getattr(settings, "windows", False):
+    return AlbertWindowsClassifier(encoder, run.num_outputs, settings.window_pooling,
+                                   dropout_rate=run.dropout)
+  return AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout)
 
 
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
@@ -265,8 +286,7 @@ def _tagger_texts(run: "Run", path: str) -> List[List[str]]:
 KINDS = {
     "classification": Kind(
         "classification", "run_classifier.py",
-        lambda encoder, run: AlbertClassifier(encoder, run.num_outputs, dropout_rate=run.dropout),
-        ClassifierSettings, None, _lite_classifier, _classifier_texts, "classifier",
+        _classifier, ClassifierSettings, None, _lite_classifier, _classifier_texts, "classifier",
         _serve_classifier, tasks=("classification", *(t.name for t in glue.TASKS.values())),
         command=("albert_tf.tasks.classification", "ClassifierOptions", "ORIGINAL_FLAGS")),
     "token_classification": Kind(
@@ -464,15 +484,17 @@ class Run:
     return dict(**self.tuned_thresholds(), **self.long_text())
 
   def long_text(self) -> Dict[str, object]:
-    """`long_text` {windows_of, doc_stride, window_pooling} of a --long_text=windows run,
-    as its exports carry it (their models classify one window of `windows_of` pieces; a
-    text's windows start `doc_stride` apart, their logits pooled by `window_pooling`);
+    """`long_text` {windows_of, doc_stride, window_pooling, max_windows} of a
+    --long_text=windows run, as its exports carry it (their models classify one window of
+    `windows_of` pieces; a text's first `max_windows` windows (None: all) start
+    `doc_stride` apart, pooled by `window_pooling`);
     else nothing."""
     settings = self.settings
     if not getattr(settings, "windows", False):
       return {}
     return dict(long_text=dict(windows_of=self.max_seq_length, doc_stride=settings.doc_stride,
-                               window_pooling=settings.window_pooling))
+                               window_pooling=settings.window_pooling,
+                               max_windows=settings.max_windows))
 
   def tuned_thresholds(self) -> Dict[str, object]:
     """`multi_label_thresholds` {label: threshold} of a multi-label run with tuned ones, as
@@ -716,6 +738,16 @@ def write_thresholds(output_dir: str, labels: List[str], thresholds: Tuple[float
   with atomic_open(path) as f:
     # (each float as Python writes it back exactly: predict.py reads the run's own values)
     f.write("".join(f"{label}\t{float(t)!r}\n" for label, t in zip(labels, thresholds)))
+  return path
+
+
+def remove_thresholds(output_dir: str) -> Optional[str]:
+  """Removes thresholds.txt (a run that trains again without tuning: they were tuned for
+  other weights); returns its path if there was one."""
+  path = os.path.join(output_dir, THRESHOLDS)
+  if not tf.io.gfile.exists(path):
+    return None
+  tf.io.gfile.remove(path)
   return path
 
 

@@ -107,9 +107,10 @@ def _agree(door, want, got, problem, tolerance=1e-5):
         f"difference {np.abs(values - wanted).max():.1e}")
 
 
-def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime")):
+def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime"),
+                   beam_runtime="tensorflow"):
   """{door: answers} of predict.py on `source` with each runtime, and on Beam's
-  DirectRunner (no flag of the run repeated)."""
+  DirectRunner with `beam_runtime` (no flag of the run repeated)."""
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
   doors = {}
   for runtime in runtimes:
@@ -119,7 +120,8 @@ def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime")
     doors[f"predict.py --runtime={runtime}"] = _answers(out)
   predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
                                      output_file=str(tmp_path / "beam" / "out.jsonl"),
-                                     runner="DirectRunner", num_shards=1, progress=False))
+                                     runner="DirectRunner", num_shards=1, progress=False,
+                                     runtime=beam_runtime))
   doors["predict.py --runner=DirectRunner"] = _answers(
       tmp_path / "beam" / "out-00000-of-00001.jsonl")
   return doors

@@ -52,7 +52,7 @@ def run(opts: OnnxOptions) -> Dict[str, Dict[str, object]]:
   if source.tokenizer is None:
     print("No vocabulary beside it: the source has none")
   note = runs.windows_note(source.run, "the ONNX model",
-                           "its metadata (and the .json beside it)")
+                           "its metadata (and the .json beside it)", pools=True)
   if note:
     print(note)
   return {}

@@ -261,6 +261,63 @@ class AlbertQuestionAnswerer(_TaskModel):
     return self._config(version_2_with_negative=self.version_2_with_negative, **self._kwargs)
 
 
+# How AlbertWindowsClassifier pools a text's windows (--window_pooling): the max of their
+# [CLS] vectors (pooled outputs) before the classifier, or the max or mean of their logits.
+WINDOW_POOLINGS = ("cls_max", "max", "mean")
+
+
+@keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertWindowsClassifier(AlbertClassifier):
+  """An AlbertClassifier over each text's windows (run_classifier.py --long_text=windows).
+
+  Called with the encoder's inputs shaped [B, K, S] (K windows of a text; a window whose
+  `input_mask` is all 0 pads the batch and is left out) it returns float32 logits [B, C]:
+  - `cls_max`: each feature of the windows' pooled outputs [B, K, H] at its largest over
+    the windows, then the classifier. Every window can win some features, so the window
+    that decides reaches the classifier from the first step (docs/own_data.md);
+  - `max` / `mean`: the classifier on each window, then the max or the mean of the
+    windows' logits [B, K, C]. The gradient reaches one window per class (max) or each
+    window at 1/K (mean): past a few windows a randomly started head may never learn.
+  Its variables are an AlbertClassifier's: one window's classifier, as every export
+  that classifies one window (Hugging Face, KerasHub) holds it.
+
+  Args:
+    encoder, num_classes, dropout_rate, initializer_range, seed: as AlbertClassifier's.
+    pooling: one of WINDOW_POOLINGS.
+  """
+
+  EXPORT_RANK = 3        # [B, K, S]
+
+  def __init__(self, encoder, num_classes: int, pooling: str = "cls_max",
+               dropout_rate: float = 0.1, initializer_range: float = 0.02, seed=None,
+               **kwargs):
+    if pooling not in WINDOW_POOLINGS:
+      raise ValueError(f"pooling={pooling!r}: one of {', '.join(WINDOW_POOLINGS)}")
+    super().__init__(encoder, num_classes, dropout_rate, initializer_range, seed, **kwargs)
+    self.pooling = pooling
+
+  @plain_python
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
+    shape = tf.shape(inputs["input_word_ids"])                                  # [B, K, S]
+    flat = {k: tf.reshape(inputs[k], [-1, shape[-1]]) for k in ENCODER_INPUTS}  # [B*K, S]
+    pooled = self.encoder(flat, training=training)["pooled_output"]             # [B*K, H]
+    present = tf.reduce_any(inputs["input_mask"] > 0, axis=-1)[:, :, None]      # [B, K, 1]
+    if self.pooling == "cls_max":
+      pooled = tf.reshape(pooled, [shape[0], shape[1], -1])                     # [B, K, H]
+      # (a pooled output is a tanh: -1 is below every present window's)
+      pooled = tf.reduce_max(tf.where(present, pooled, tf.constant(-1, pooled.dtype)), 1)
+      return self.classifier(pooled, training=training)                          # [B, C]
+    logits = self.classifier(pooled, training=training)                          # [B*K, C]
+    logits = tf.reshape(logits, [shape[0], shape[1], -1])                        # [B, K, C]
+    if self.pooling == "max":
+      return tf.reduce_max(tf.where(present, logits, logits.dtype.min), axis=1)  # [B, C]
+    weights = tf.cast(present, logits.dtype)                                     # [B, K, 1]
+    return tf.reduce_sum(logits * weights, 1) / tf.maximum(tf.reduce_sum(weights, 1), 1.0)
+
+  def get_config(self):
+    return dict(super().get_config(), pooling=self.pooling)
+
+
 @keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertTokenClassifier(AlbertClassifier):
   """An encoder + a per-token classification head (named-entity recognition).

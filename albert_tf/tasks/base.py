@@ -242,6 +242,27 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
 
 # ----------------------------------------------------------------------------- fine-tuning
 
+DID_NOT_LEARN = "did_not_learn"   # the results' (and eval_results.txt's) key for the line
+# The learning rates ALBERT's paper fine-tunes its released models with (1e-5 to 5e-5).
+FINE_TUNING_RATES = (1e-5, 5e-5)
+
+
+def not_learned_line(what: str, learning_rate: float, steps: Optional[int]) -> str:
+  """The line a run ends with when its best weights learned nothing: `what` showed it,
+  then the likely cause and the flag to try (docs/own_data.md, "A run that did not
+  learn"). A run collapses onto one answer most often for a learning rate too large
+  for its weights; below that, for too few steps or labels the texts do not decide."""
+  low, high = FINE_TUNING_RATES
+  if learning_rate > high:
+    cause = (f"--learning_rate={learning_rate:g} is above the {low:g} to {high:g} ALBERT is "
+             f"fine-tuned with; try --learning_rate={learning_rate / 10:g}")
+  else:
+    cause = (f"too few steps for --learning_rate={learning_rate:g}; try more --train_step"
+             + (f" than {steps}" if steps else "") + ", or check that the texts decide the "
+             "labels")
+  return f"This run did not learn: {what}. Likely cause: {cause} (docs/own_data.md)."
+
+
 class FinetuningTask:
   """One fine-tuning run: every input checked before any work, then train / infer.
 
@@ -353,6 +374,13 @@ class FinetuningTask:
     print(f"Evaluating / predicting with {weights}")
     results.update(self.infer(model, weights))
     return results
+
+  def not_learned(self, what: Optional[str], results: Dict[str, object]) -> None:
+    """Adds the "did not learn" line to `results` (an eval_results.txt's) when `what` says
+    what showed it (the command prints it last)."""
+    if what:
+      results[DID_NOT_LEARN] = not_learned_line(what, self.opts.learning_rate,
+                                                getattr(self.opts, "train_step", None))
 
   def train(self) -> Dict[str, float]:
     opts = self.opts

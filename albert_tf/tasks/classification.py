@@ -25,7 +25,8 @@ from albert_tf.cli import TPU_FLAGS, option
 from albert_tf.data import own
 from albert_tf.data.records import read_dataset, write_records
 from albert_tf.files import write_results
-from albert_tf.modeling.models import AlbertClassifier
+from albert_tf.modeling.models import (WINDOW_POOLINGS, AlbertClassifier,
+                                       AlbertWindowsClassifier)
 from albert_tf.tasks.base import FinetuningTask, StepOptions
 from albert_tf.tasks.classifier_data import PICTURE, Examples, examples_of
 from albert_tf.text.packing import pack_texts, pack_windows
@@ -38,6 +39,9 @@ ORIGINAL_FLAGS = dict(TPU_FLAGS)
 TUNE = "tune"                          # --multi_label_threshold=tune
 WINDOWS = "windows"
 LONG_TEXT = ("truncate", WINDOWS)      # --long_text
+# The window flags' values when neither the command line nor an earlier run gives them.
+WINDOW_DEFAULTS = dict(long_text="truncate", doc_stride=64, window_pooling="cls_max",
+                       max_windows=32)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -84,15 +88,23 @@ class ClassifierOptions(StepOptions):
   threshold_to_export: float = option(float("nan"), "A decision threshold the exported "
                                       "classifier serves with its outputs (`threshold`); NaN: "
                                       "none. (The original's flag.)")
-  long_text: str = option("truncate", "Your files, one text column: truncate (the text's "
-                          "first --max_seq_length pieces) or windows (every piece: windows "
-                          "of --max_seq_length, --doc_stride pieces apart, their logits "
-                          "pooled by --window_pooling, in training, eval and prediction).",
-                          choices=LONG_TEXT)
-  doc_stride: int = option(64, "--long_text=windows: pieces between window starts.",
-                           at_least=1)
-  window_pooling: str = option("mean", "--long_text=windows: an example's logits are the "
-                               "mean or the max of its windows'.", choices=("mean", "max"))
+  long_text: Optional[str] = option(
+      None, "Your files, one text column: truncate (the default: the text's first "
+      "--max_seq_length pieces) or windows (every piece, up to --max_windows windows of "
+      "--max_seq_length, --doc_stride pieces apart, pooled by --window_pooling, in "
+      "training, eval and prediction). A rerun in the same --output_dir reads this and "
+      "the three window flags from the run.", choices=LONG_TEXT)
+  doc_stride: Optional[int] = option(None, "--long_text=windows: pieces between window "
+                                     f"starts (default {WINDOW_DEFAULTS['doc_stride']}).",
+                                     at_least=1)
+  window_pooling: Optional[str] = option(
+      None, "--long_text=windows: cls_max (the default: each feature of the windows' [CLS] "
+      "vectors at its max, then the classifier; learns wherever the deciding words are), "
+      "or max or mean of the windows' logits (docs/own_data.md).", choices=WINDOW_POOLINGS)
+  max_windows: Optional[int] = option(
+      None, "--long_text=windows: a text of more windows is cut to its first this many, "
+      f"and the run says how many were (default {WINDOW_DEFAULTS['max_windows']}).",
+      at_least=1)
   skip_malformed_rows: bool = option(False, "Skip rows with the wrong number of fields, with a "
                                      "warning (the original did so for QQP), instead of failing.")
 
@@ -114,7 +126,8 @@ class ClassifierRun(FinetuningTask):
                        "own files (--train_file), not a GLUE task")
     if self.tune and not opts.dev_file:
       raise ValueError("--multi_label_threshold=tune chooses thresholds on dev: pass --dev_file")
-    self.windows = opts.long_text == WINDOWS
+    self.long_text = window_settings(opts)
+    self.windows = self.long_text["long_text"] == WINDOWS
     if self.windows and opts.export_dir:
       raise ValueError("--long_text=windows with --export_dir: the serving export classifies "
                        "one window, not a text's windows pooled; predict with predict.py "
@@ -124,8 +137,7 @@ class ClassifierRun(FinetuningTask):
                        f"(--text_columns={opts.text_columns}" + (
                            f", --task_name={opts.task_name}" if opts.task_name else "") + ")")
     if self.windows:    # (recorded in the run: predict.py windows and pools as it trained)
-      self.examples.long_text = dict(long_text=WINDOWS, doc_stride=opts.doc_stride,
-                                     window_pooling=opts.window_pooling)
+      self.examples.long_text = dict(self.long_text)
     if not (opts.do_train or opts.do_eval or opts.do_predict or opts.export_dir):
       raise ValueError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
 
@@ -146,7 +158,7 @@ class ClassifierRun(FinetuningTask):
       raise ValueError(f"--class_weight={opts.class_weight} is for single-label files; this "
                        f"problem is {self.problem.type} (multi-label: --pos_weight)")
     earlier = runs.earlier(opts.output_dir)
-    if opts.multi_label_threshold is None and multi:     # the run's tuned ones, if any
+    if opts.multi_label_threshold is None and multi and not opts.do_train:   # the run's tuned
       if earlier is not None and earlier.problem is not None and earlier.problem.labels == \
           self.problem.labels:
         self.threshold = earlier.multi_label_threshold
@@ -182,6 +194,11 @@ class ClassifierRun(FinetuningTask):
     that fingerprints the file, the vocabulary and the settings."""
     opts = self.opts
     self.examples.write_labels(opts.output_dir)
+    if opts.do_train and not self.tune:   # (tuned for the weights this training replaces)
+      stale = runs.remove_thresholds(opts.output_dir)
+      if stale:
+        print(f"Removed {stale}: tuned for the weights this training replaces "
+              "(--multi_label_threshold=tune tunes them again)")
     cache = opts.cached_dir or opts.output_dir
     os.makedirs(cache, exist_ok=True)
     self.records = {}
@@ -190,9 +207,14 @@ class ClassifierRun(FinetuningTask):
                           + ".tf_record")
       if not os.path.exists(path):
         targets = self.targets.get(split)
+        self.cut = 0
         write_records((self.features(row, targets[i] if targets else None)
                        for i, row in enumerate(rows)), path)
         logging.info("Wrote %d %s features to %s", len(rows), split, path)
+        if self.cut:
+          print(f"{split}: {self.cut} of {len(rows)} texts are longer than --max_windows="
+                f"{self.long_text['max_windows']} windows and were cut to their first "
+                f"{self.long_text['max_windows']}")
       self.records[split] = path
 
   def features(self, row: own.Row, target) -> Dict[str, object]:
@@ -201,8 +223,10 @@ class ClassifierRun(FinetuningTask):
     if target is None:   # unlabelled test rows
       target = self.problem.empty_target()
     if self.windows:     # every window's inputs, one after the other: [K * S]
-      packed = pack_windows(self.source.tokenizer, row.texts[0], self.opts.max_seq_length,
-                            self.opts.doc_stride)
+      packed, whole = pack_windows(self.source.tokenizer, row.texts[0],
+                                   self.opts.max_seq_length, self.long_text["doc_stride"],
+                                   self.long_text["max_windows"])
+      self.cut += whole > len(packed)
       return dict(**{name: [i for p in packed for i in p[key]] for name, key in (
           ("input_ids", "input_word_ids"), ("input_mask", "input_mask"),
           ("segment_ids", "input_type_ids"))}, label_ids=target)
@@ -232,22 +256,16 @@ class ClassifierRun(FinetuningTask):
   # -- model
 
   def build_model(self) -> AlbertClassifier:
-    return AlbertClassifier(self.source.build_encoder(), self.problem.num_outputs,
-                            dropout_rate=self.opts.dropout_prob,
-                            initializer_range=self.source.config.initializer_range,
-                            seed=self.opts.seed)
+    head = dict(dropout_rate=self.opts.dropout_prob,
+                initializer_range=self.source.config.initializer_range, seed=self.opts.seed)
+    if self.windows:
+      return AlbertWindowsClassifier(self.source.build_encoder(), self.problem.num_outputs,
+                                     self.long_text["window_pooling"], **head)
+    return AlbertClassifier(self.source.build_encoder(), self.problem.num_outputs, **head)
 
   def per_example_loss(self, model, batch, training):
-    return self.problem.per_example_loss(self.over_windows(model)(batch, training=training),
+    return self.problem.per_example_loss(model(batch, training=training),
                                          batch["label_ids"], self.loss_weights)
-
-  def over_windows(self, model):
-    """`model`, or with --long_text=windows the same model over each example's windows."""
-    if not self.windows:
-      return model
-    if getattr(self, "_windowed", (None, None))[0] is not model:
-      self._windowed = (model, OverWindows(model, self.opts.window_pooling))
-    return self._windowed[1]
 
   def train_dataset(self):
     return self.dataset("train", self.micro_batch_size, is_training=True)
@@ -256,8 +274,7 @@ class ClassifierRun(FinetuningTask):
     """Logits [N, C] for every row of a split, in file order."""
     batch_size = self.opts.eval_batch_size if split.startswith("dev") \
         else self.opts.predict_batch_size
-    return self.predict_logits(self.over_windows(model),
-                               self.dataset(split, batch_size, is_training=False))
+    return self.predict_logits(model, self.dataset(split, batch_size, is_training=False))
 
   def evaluate(self, model) -> Dict[str, float]:
     """Dev metrics; a second dev split (MNLI's mismatched) is reported with its prefix."""
@@ -309,10 +326,11 @@ class ClassifierRun(FinetuningTask):
       self.problem.picture(np.asarray(self.targets["dev"]), logits["dev"],
                            self.threshold, os.path.join(opts.output_dir, PICTURE),
                            f"dev, step {result['global_step']}")
-    if "train" in self.targets:
-      result.update(self.examples.baseline(np.asarray(self.targets["train"]),
-                                           np.asarray(self.targets["dev"]),
-                                           0.5))
+    train = np.asarray(self.targets["train"]) if "train" in self.targets else None
+    if train is not None:
+      result.update(self.examples.baseline(train, np.asarray(self.targets["dev"]), 0.5))
+    self.not_learned(self.problem.not_learned(train, np.asarray(self.targets["dev"]),
+                                              logits["dev"], self.threshold), result)
     write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
     for k, v in result.items():
       logging.info("eval %s = %s", k, v)
@@ -345,27 +363,28 @@ class ClassifierRun(FinetuningTask):
 
 
 
-class OverWindows(tf.Module):
-  """A classifier over each example's windows: inputs [B, K, S] (a window whose
-  input_mask is all 0 is padding) -> logits [B, C], the mean or the max over the
-  example's windows of the classifier's logits."""
-
-  def __init__(self, model, pooling: str):
-    super().__init__(name="over_windows")
-    self.model, self.pooling = model, pooling
-
-  def __call__(self, batch, training=None):
-    ids = batch["input_word_ids"]                                             # [B, K, S]
-    shape = tf.shape(ids)
-    flat = {k: tf.reshape(batch[k], [-1, shape[2]])                           # [B*K, S]
-            for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    logits = self.model(flat, training=training)                             # [B*K, C]
-    logits = tf.reshape(logits, [shape[0], shape[1], -1])                    # [B, K, C]
-    present = tf.reduce_any(batch["input_mask"] > 0, axis=-1)[:, :, None]    # [B, K, 1]
-    if self.pooling == "max":
-      return tf.reduce_max(tf.where(present, logits, logits.dtype.min), axis=1)   # [B, C]
-    weights = tf.cast(present, logits.dtype)
-    return tf.reduce_sum(logits * weights, 1) / tf.maximum(tf.reduce_sum(weights, 1), 1.0)
+def window_settings(opts: ClassifierOptions) -> Dict[str, object]:
+  """--long_text and the window flags, as given, else as the run in --output_dir recorded
+  them, else WINDOW_DEFAULTS. A rerun that does not train refuses a flag that contradicts
+  its run (the weights were trained so); one that trains is checked as its record is."""
+  earlier = runs.earlier(opts.output_dir)
+  recorded = earlier.settings if earlier is not None else None
+  recorded = recorded if isinstance(recorded, runs.ClassifierSettings) else None
+  trained = recorded is not None and earlier.training
+  values = {}
+  for name, default in WINDOW_DEFAULTS.items():
+    given = getattr(opts, name)
+    had = getattr(recorded, name) if recorded is not None else None
+    windowed = recorded is not None and recorded.windows
+    if name != "long_text" and not windowed:
+      had = None                        # (a truncating run recorded no window settings)
+    if given is not None and had is not None and given != had and trained and not (
+        opts.do_train):
+      raise ValueError(f"--{name}={given}: --output_dir={opts.output_dir} was trained with "
+                       f"--{name}={had}; drop the flag (a rerun reads it from its run) or "
+                       "use another --output_dir")
+    values[name] = given if given is not None else had if had is not None else default
+  return values
 
 
 def _number(value: str) -> float:

@@ -42,7 +42,7 @@ class Examples:
   best_metric: str
   pairs: bool                   # sentence pairs (two text inputs)
   loss_weights: Optional[tuple] = None   # --class_weight / --pos_weight's, once computed
-  long_text: dict = {}                   # --long_text=windows: it, --doc_stride, --window_pooling
+  long_text: dict = {}    # --long_text=windows: it, --doc_stride, --window_pooling, --max_windows
   dev_splits: List[str]
   test_splits: List[str]
   picture: bool = False         # draw best_checkpoint.png
@@ -200,8 +200,7 @@ class OwnFiles(Examples):
 
   def features_key(self, opts, tokenizer, split):
     key = fingerprint(tokenizer.do_lower_case, opts.max_seq_length, self.problem.type,
-                      *((opts.long_text, opts.doc_stride) if opts.long_text != "truncate"
-                        else ()),
+                      *((sorted(self.long_text.items()),) if self.long_text else ()),
                       self.problem.labels, list(self.columns.text), self.columns.label,
                       self.columns.label_delimiter,
                       files=[self.path(opts, split), tokenizer.vocabulary_file])

@@ -166,6 +166,10 @@ class RaceRun(FinetuningTask):
       if hint:   # (the best weights, after training: not a start that may still learn)
         print(hint)
       results["eval"] = accuracy_by_level(self.examples["dev"], logits)
+      chosen = logits.argmax(-1)
+      if len(chosen) > 1 and (chosen == chosen[0]).all():
+        self.not_learned(f"every dev question is answered {race.LETTERS[int(chosen[0])]}",
+                         results["eval"])
       write_results(os.path.join(opts.output_dir, "eval_results.txt"),
                     dict(checkpoint=checkpoint, **results["eval"]))
     if opts.do_predict:

@@ -328,6 +328,10 @@ class SquadRun(FinetuningTask):
                           "questions_per_second": len(predictions) / elapsed}
     if self.has_gold:
       evaluation = self.evaluate_predictions(predictions, null_odds)
+      answers = list(predictions.values())
+      if len(answers) > 1 and all(a == answers[0] for a in answers):
+        self.not_learned("every dev question has the same answer"
+                         + (f" ({answers[0]!r})" if answers[0] else " (no answer)"), evaluation)
       write_results(os.path.join(opts.output_dir, "eval_results.txt"),
                     dict(checkpoint=os.path.basename(weights), **evaluation))
       results["eval"] = evaluation

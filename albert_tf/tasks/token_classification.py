@@ -178,9 +178,12 @@ class NerRun(FinetuningTask):
   def infer(self, model, weights):
     opts, results = self.opts, {}
     if opts.do_eval:
-      result = self.evaluate(model)
+      predicted = self.predicted_tags(model, "dev")
+      result = entity_metrics([s.tags for s in self.sentences["dev"]], predicted)
       step = self.best_step()
       result = dict(global_step=step if step is not None else -1, **result)
+      if not any(t != "O" for tags in predicted for t in tags):
+        self.not_learned("no dev word is tagged as an entity (every tag is O)", result)
       write_results(os.path.join(opts.output_dir, "eval_results.txt"), result)
       for k, v in result.items():
         logging.info("eval %s = %s", k, v)

@@ -1,7 +1,7 @@
 """Packing token ids into ALBERT's model inputs, in Python (the reference for the in-graph packer)."""
 
 import random
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 def truncate_seq_pair(tokens_a: List, tokens_b: List, max_length: int,
@@ -63,12 +63,14 @@ def window_starts(length: int, room: int, stride: int) -> List[int]:
   return starts
 
 
-def pack_windows(tokenizer, text: str, max_seq_length: int, stride: int
-                 ) -> List[Dict[str, List[int]]]:
-  """`[CLS] window [SEP]` of each window of one text's pieces (`window_starts`), packed
-  as `pack_inputs` packs them: one window for a text that fits."""
+def pack_windows(tokenizer, text: str, max_seq_length: int, stride: int,
+                 max_windows: Optional[int] = None) -> Tuple[List[Dict[str, List[int]]], int]:
+  """(`[CLS] window [SEP]` of each of the first `max_windows` windows of one text's pieces
+  (`window_starts`), packed as `pack_inputs` packs them: one window for a text that fits;
+  how many windows the whole text has)."""
   ids = tokenizer.encode(text)
   room = max_seq_length - 2
+  starts = window_starts(len(ids), room, stride)
   return [pack_inputs(ids[start:start + room], None, max_seq_length, tokenizer.cls_id,
                       tokenizer.sep_id, tokenizer.pad_id)
-          for start in window_starts(len(ids), room, stride)]
+          for start in starts[:max_windows]], len(starts)
