@@ -88,6 +88,9 @@ class Predictor:
   problem: Optional[problems.Problem] = None
   seq_length: int = 512
   version_2: bool = False
+  # Names older albert_tf gave the same fields (runs.Run.legacy_inputs): accepted, noted once.
+  legacy: List[List[str]] = dataclasses.field(default_factory=list)
+  noted: bool = False
 
   # ------------------------------------------------------------------------- loading
 
@@ -160,7 +163,8 @@ class Predictor:
     if settings.multi_label_threshold is None:
       settings = dataclasses.replace(settings, multi_label_threshold=run.multi_label_threshold)
     return cls(run.kind.answered_as, run.fields, tokenizer, run.settings, settings, run.path, forward,
-               strings, run.problem, run.max_seq_length, run.version_2)
+               strings, run.problem, run.max_seq_length, run.version_2,
+               run.legacy_inputs if run.kind.fields is None else [])
 
   # ------------------------------------------------------------------------- examples
 
@@ -178,6 +182,9 @@ class Predictor:
       values = [value]
     elif isinstance(value, dict):
       missing = [f for f in fields if f not in value]
+      if missing:
+        fields = self.older_names(value, fields)
+        missing = [f for f in fields if f not in value]
       if missing:
         raise ValueError(f"{where}no field {', '.join(map(repr, missing))}; this run reads "
                          f"{', '.join(map(repr, fields))}")
@@ -205,12 +212,27 @@ class Predictor:
           where: str = "") -> Tuple[List[object], Optional[str]]:
     """(the example's fields, its id or None) of one row of an input file, read as
     `columns` (one per field)."""
+    if list(columns) == self.fields and any(c not in record for c in columns):
+      columns = self.older_names(record, columns)
     missing = [c for c in list(columns) + ([id_column] if id_column else []) if c not in record]
     if missing:
       raise ValueError(f"{where}no column {', '.join(map(repr, missing))}; the columns are "
                        f"{', '.join(map(repr, record))}")
     return (self.example([record[c] for c in columns], where),
             str(record[id_column]) if id_column else None)
+
+  def older_names(self, record: Dict[str, object], names: Sequence[str]) -> List[str]:
+    """`names`, or the names older albert_tf gave the same fields if `record` has those
+    instead (`legacy`), with a one-line note the first time."""
+    for older in self.legacy:
+      if all(n in record for n in older):
+        if not self.noted:
+          self.noted = True
+          print(f"Note: {', '.join(map(repr, older))}: read as this run's "
+                f"{', '.join(map(repr, names))} (the name older albert_tf gave it; "
+                "docs/predict.md)")
+        return list(older)
+    return list(names)
 
   def count(self, text: str) -> int:
     """About how many pieces a text is."""
@@ -315,10 +337,12 @@ class Classifying(Answers):
     if loaded is not None:
       signature = loaded.signatures["serving_default"]
       strings = lambda texts: signature(**dict(zip(inputs, texts)))
-    return cls("classification", ["text"] if len(inputs) == 1 else list(inputs),
+    older = runs.legacy_inputs(list(inputs)) + [["text"]] * (len(inputs) == 1)
+    return cls("classification", list(inputs),
                _export_tokenizer(path), runs.Settings(), settings, path, strings=strings,
                problem=problems.Problem.of(record.problem_type, record.labels),
-               seq_length=record.seq_length)
+               seq_length=record.seq_length,
+               legacy=[n for i, n in enumerate(older) if n not in older[:i] + [list(inputs)]])
 
   def tokens(self, p, values):
     recorded = p.recorded

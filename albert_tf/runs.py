@@ -207,6 +207,14 @@ def windows_note(run: Optional["Run"], what: str, metadata: Optional[str],
           + (f"; {metadata} says so in `long_text`" if metadata else "") + " (docs/own_data.md)")
 
 
+def legacy_inputs(inputs: List[str]) -> List[List[str]]:
+  """The names older albert_tf gave text inputs now named `inputs` (`Run.legacy_inputs`),
+  the serving signature's first."""
+  older = [["sentence1"], ["sentence"], ["text"]] if len(inputs) == 1 else [
+      ["sentence1", "sentence2"]]
+  return [names for names in older if names != list(inputs)]
+
+
 def _classifier(encoder, run: "Run") -> AlbertClassifier:
   """A classifier run's model: over each text's windows, pooled, for a --long_text=windows
   run."""
@@ -220,7 +228,7 @@ def _classifier(encoder, run: "Run") -> AlbertClassifier:
 def _lite_classifier(model, run: "Run", seq_length: int, tokenizer: FullTokenizer):
   from albert_tf.export.tflite import LiteClassifier  # pylint: disable=g-import-not-at-top
   refuse_windows(run, "a TFLite file")
-  return LiteClassifier(model, tokenizer, seq_length, run.text_fields, run.problem,
+  return LiteClassifier(model, tokenizer, seq_length, run.text_inputs, run.problem,
                         run.multi_label_threshold or 0.5)
 
 
@@ -234,7 +242,7 @@ def _serve_classifier(run: "Run", model, path: str, record: dict) -> None:
   refuse_windows(run, "the serving export")
   problem = run.problem
   export_classifier(model, path, run.tokenizer(), run.max_seq_length, problem.export_labels,
-                    pairs=len(run.text_fields) == 2, overwrite=True, record=record,
+                    inputs=run.text_inputs, overwrite=True, record=record,
                     multi_label_threshold=problem.serving_threshold(
                         run.multi_label_threshold))
 
@@ -255,17 +263,17 @@ def _classifier_texts(run: "Run", path: str) -> List[List[str]]:
     if task is None:
       raise ValueError(f"{path} is a directory; a run on your own files reads a .csv, .tsv, "
                        ".jsonl or .txt file")
-    return [[e.text_a, e.text_b][:len(run.text_fields)]
+    return [[e.text_a, e.text_b][:len(run.text_inputs)]
             for e in glue.read_examples(path, task, "train")]
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{path} not found")
   if path.lower().endswith(".txt"):
-    if len(run.text_fields) != 1:
+    if len(run.text_inputs) != 1:
       raise ValueError(f"{path}: a .txt file holds one text a line, but {run.path} reads "
                        "sentence pairs; use .csv, .tsv or .jsonl")
     with open(path, encoding="utf-8-sig") as f:
       return [[line.rstrip("\r\n")] for line in f if line.strip()]
-  columns, texts = run.text_columns, []
+  columns, texts = run.text_inputs, []
   for line, record in own.records(path):
     missing = [c for c in columns if c not in record]
     if missing:
@@ -410,7 +418,7 @@ class Run:
   def fields(self) -> List[str]:
     """What an example to answer holds, in order (a classifier's: its text columns)."""
     fields = self.kind.fields
-    return list(self.text_columns if fields is None else fields)
+    return list(self.text_inputs if fields is None else fields)
 
   @property
   def config(self) -> AlbertConfig:
@@ -480,8 +488,9 @@ class Run:
 
   def export_extras(self) -> Dict[str, object]:
     """What an export whose format already says the problem (Hugging Face, KerasHub) adds
-    to its metadata: the tuned thresholds and the windows, where the run has them."""
-    return dict(**self.tuned_thresholds(), **self.long_text())
+    to its metadata: the text inputs' names, the tuned thresholds and the windows, where
+    the run has them."""
+    return dict(text_inputs=self.text_inputs, **self.tuned_thresholds(), **self.long_text())
 
   def long_text(self) -> Dict[str, object]:
     """`long_text` {windows_of, doc_stride, window_pooling, max_windows} of a
@@ -515,21 +524,22 @@ class Run:
     return self.problem.num_outputs
 
   @property
-  def text_fields(self) -> List[str]:
-    """A serving signature's text inputs: GLUE's names for the task's text columns."""
+  def text_inputs(self) -> List[str]:
+    """A classifier's text inputs, by the one name each has through every door (the files
+    predict.py and Beam read, the Predictor's examples, the serving and TFLite signatures,
+    the ONNX, Hugging Face and KerasHub metadata): your own files' text columns, or the
+    GLUE task's names for them (`glue.GlueTask.inputs`: `sentence` for SST-2)."""
     task = self.glue_task
-    if task is None:
-      columns = getattr(self.settings, "text_columns", ()) or ["text"]
-      return ["sentence1", "sentence2"] if len(columns) == 2 else ["sentence"]
-    pairs = any(s.text_b is not None for s in task.splits.values())
-    return ["sentence1", "sentence2"] if pairs else ["sentence"]
+    if task is not None:
+      return list(task.inputs)
+    return list(getattr(self.settings, "text_columns", ()) or ["text"])
 
   @property
-  def text_columns(self) -> List[str]:
-    """The columns of the files the run reads: your own files' text columns, or GLUE's
-    field names."""
-    return list(getattr(self.settings, "text_columns", ()) or (
-        ["text"] if len(self.text_fields) == 1 else ["sentence1", "sentence2"]))
+  def legacy_inputs(self) -> List[List[str]]:
+    """The names older albert_tf gave the same inputs, still accepted (with a note): the
+    serving signature's `sentence1` (`sentence2`), TFLite's `sentence`, a GLUE run's file
+    column `text`."""
+    return legacy_inputs(self.text_inputs)
 
   @property
   def data(self) -> Dict[str, str]:

@@ -48,7 +48,7 @@ VARIANTS = ("none", "float16", "dynamic_int8", "int8")
 def _saved_model(run, seq_length: int, path: str) -> None:
   from albert_tf.export.serving import export_classifier  # pylint: disable=g-import-not-at-top
   export_classifier(run.model(), path, run.tokenizer(), seq_length, run.labels,
-                    pairs=run.text_fields == ["sentence1", "sentence2"])
+                    inputs=run.text_inputs)
 
 
 def _time_worker(path: str, threads: int) -> float:
@@ -91,14 +91,14 @@ def _accuracy(path: str, saved_path: str, run, data_dir: str, limit: int) -> tup
   dev = glue.read_examples(data_dir, run.glue_task, "dev")[:limit]
   labels = np.array([run.problem.target(e.label, "") for e in dev])
   saved = tf.saved_model.load(saved_path).signatures["serving_default"]
-  saved_names = ["sentence1", "sentence2"][:len(run.text_fields)]
+  saved_names = run.text_inputs
   want = np.concatenate([saved(**{n: tf.constant([getattr(e, a) for e in dev[i:i + 32]])
                                   for n, a in zip(saved_names, ("text_a", "text_b"))}
                                )["probabilities"].numpy() for i in range(0, len(dev), 32)])
   if path == saved_path:
     return float(np.mean(want.argmax(-1) == labels)), 1.0, 0.0
   runner = tflite.load_interpreter(model_path=path).get_signature_runner()
-  got = np.concatenate([runner(**example_inputs(e, run.text_fields))["probabilities"]
+  got = np.concatenate([runner(**example_inputs(e, run.text_inputs))["probabilities"]
                         for e in dev])
   return (float(np.mean(got.argmax(-1) == labels)),
           float(np.mean(got.argmax(-1) == want.argmax(-1))), float(np.abs(got - want).max()))

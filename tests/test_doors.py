@@ -185,7 +185,8 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
   from albert_tf.export.loading import export_record  # pylint: disable=import-outside-toplevel
   signature = tf.saved_model.load(str(run / "serving")).signatures["serving_default"]
-  inputs = export_record(str(run / "serving"))["inputs"]          # sentence1 (, sentence2)
+  inputs = export_record(str(run / "serving"))["inputs"]          # the run's columns
+  assert inputs == record.text_inputs
   served = signature(**{n: tf.constant([f[i] for f in fields]) for i, n in enumerate(inputs)})
   if problem == "regression":
     got = [dict(score=float(s)) for s in served["score"].numpy()]
@@ -204,7 +205,7 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
                                                 output_file=str(lite_file)))
   sidecar = json.loads((tmp_path / "model.tflite.json").read_text())
-  names = record.text_fields                                        # sentence, or a pair's
+  names = record.text_inputs                                        # the same names
   assert sidecar["inputs"] == names
   assert problem == "regression" or sidecar["labels"] == labels
   if problem == "multi":

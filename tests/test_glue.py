@@ -825,3 +825,58 @@ def test_a_trained_run_is_a_model_source_for_the_original_flags(model_files, tmp
   with pytest.raises(ValueError, match=r"has 6 entries but the model's vocab_size is \d+ "
                      r"\(--albert_directory=.*mrpc\)"):
     sources.describe(str(out), vocab_file=str(other_vocab)).tokenizer()
+
+
+def test_an_sst2_run_answers_by_sst2_s_own_column_name_through_every_door(model_files,
+                                                                          tmp_path, capsys):
+  """One name per text input: an SST-2 run's input is `sentence`, as SST-2's files name it,
+  in predict.py's input (a CSV with SST-2's header), the serving signature, the TFLite
+  signature and the ONNX metadata, and each answers as --do_predict. A file or a serving
+  client that uses an older name (`text`, `sentence1`) is answered too, with one note."""
+  import csv  # pylint: disable=import-outside-toplevel
+  import json  # pylint: disable=import-outside-toplevel
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  from albert_tf import runs  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import export_onnx, export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
+  data = tmp_path / "SST-2"
+  data.mkdir()
+  texts = [" ".join(s) for s in (["the", "file", "is", w] for w in ("fine", "bad", "new"))] * 4
+  for split, header in (("train", "sentence\tlabel"), ("dev", "sentence\tlabel"),
+                        ("test", "index\tsentence")):
+    rows = [f"{t}\t{i % 2}" if split != "test" else f"{i}\t{t}" for i, t in enumerate(texts)]
+    (data / f"{split}.tsv").write_text(header + "\n" + "\n".join(rows) + "\n")
+  run = tmp_path / "run"
+  classifier.run(options(model_files, run, task_name="SST-2", data_dir=str(data), train_step=4,
+                         save_checkpoints_steps=4, export_dir=str(tmp_path / "serving")))
+  record = runs.Run.read(str(run))
+  assert record.text_inputs == ["sentence"]
+  with open(run / "SST-2.tsv") as f:
+    want = [r["prediction"] for r in csv.DictReader(f, delimiter="\t")]
+  source = tmp_path / "sst2.csv"
+  with open(source, "w", newline="") as f:
+    csv.writer(f).writerows([["sentence"]] + [[t] for t in texts])
+  out = tmp_path / "predicted.jsonl"
+  predict.run(predict.PredictOptions(model=str(run), input_file=str(source),
+                                     output_file=str(out), progress=False))
+  assert [json.loads(line)["label"] for line in open(out)] == want
+  # An older name of the same input: answered, with one note.
+  capsys.readouterr()
+  older = tmp_path / "older.csv"
+  older.write_text("text\n" + "\n".join(texts) + "\n")
+  predict.run(predict.PredictOptions(model=str(run), input_file=str(older),
+                                     output_file=str(tmp_path / "older.jsonl"), progress=False))
+  assert capsys.readouterr().out.count("Note: 'text': read as this run's 'sentence'") == 1
+  assert [json.loads(line)["label"] for line in open(tmp_path / "older.jsonl")] == want
+  loaded = tf.saved_model.load(str(tmp_path / "serving"))
+  for signature, name in (("serving_default", "sentence"), ("serving_legacy", "sentence1")):
+    served = loaded.signatures[signature](**{name: tf.constant(texts)})
+    assert [s.decode() for s in served["labels"].numpy()] == want, signature
+  lite = tmp_path / "model.tflite"
+  export_tflite.run(export_tflite.TFLiteOptions(model=str(run), quantization="none",
+                                                output_file=str(lite)))
+  assert json.loads((tmp_path / "model.tflite.json").read_text())["inputs"] == ["sentence"]
+  got = lite_answers(lite, ["sentence"], [[t] for t in texts], ["0", "1"], None)
+  assert [g["label"] for g in got] == want
+  export_onnx.run(export_onnx.OnnxOptions(model=str(run), output_file=str(tmp_path / "m.onnx")))
+  assert json.loads((tmp_path / "m.onnx.json").read_text())["text_inputs"] == ["sentence"]

@@ -282,7 +282,7 @@ def check_rounding_doors(run, test_file, predicted, fields):
     written = export_tflite.run(export_tflite.TFLiteOptions(
         model=str(run), quantization=quantization, output_file=str(lite_file)))
     doors[f"TFLite {quantization}"] = lite_answers(
-        lite_file, record.text_fields, fields, record.labels, 0.5 if multi else None)
+        lite_file, record.text_inputs, fields, record.labels, 0.5 if multi else None)
     reported[f"TFLite {quantization}"] = written["tflite"]["agreement"]
   key = "labels" if multi else "label"
   agreement = {door: sum(g[key] == p[key] for g, p in zip(got, predicted)) / len(predicted)

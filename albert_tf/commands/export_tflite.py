@@ -92,7 +92,7 @@ def run(opts: TFLiteOptions) -> Dict[str, Dict[str, float]]:
                      "data, or --calibration_file, calibrates the activation ranges)")
   if is_run:
     run_ = runs.Run.read(path, flag, LITE_KINDS)
-    config, text_fields = run_.config, run_.text_fields
+    config, text_fields = run_.config, run_.fields
     tokenizer = run_.tokenizer()   # read and checked against the model before converting
     seq_length = opts.max_seq_length or run_.max_seq_length
     if not seq_length:
@@ -155,7 +155,7 @@ def _write_sidecar(output_file: str, run_) -> str:
   `multi_label_thresholds` {label: threshold} (docs/on_device.md)."""
   path = output_file + ".json"
   with atomic_open(path, encoding="utf-8") as f:
-    json.dump(dict(inputs=run_.text_fields, labels=run_.labels, max_seq_length=run_.max_seq_length,
+    json.dump(dict(inputs=run_.text_inputs, labels=run_.labels, max_seq_length=run_.max_seq_length,
                    **run_.export_metadata()), f, indent=2, ensure_ascii=False)
   return path
 

@@ -48,6 +48,9 @@ class GlueTask:
   splits: Dict[str, Split]
   metrics: Tuple[str, ...] = ("accuracy",)
   submission: Dict[str, str] = dataclasses.field(default_factory=dict)  # test split -> file stem
+  # The text inputs' names, as the GLUE files' headers (and the GLUE datasets' fields) name
+  # them: what every door of a run of the task calls them (`albert_tf.runs.Run.text_inputs`).
+  inputs: Tuple[str, ...] = ("sentence1", "sentence2")
 
   @property
   def is_regression(self) -> bool:
@@ -89,7 +92,8 @@ TASKS: Dict[str, GlueTask] = {t.name.lower(): t for t in (
         train=Split("train.tsv", 3, label=1, header=False, num_fields=4),
         dev=Split("dev.tsv", 3, label=1, header=False, num_fields=4),
         test=Split("test.tsv", 1, index=0)),
-        metrics=("accuracy", "matthews_corrcoef"), submission=dict(test="CoLA")),
+        metrics=("accuracy", "matthews_corrcoef"), submission=dict(test="CoLA"),
+        inputs=("sentence",)),
     GlueTask("MNLI", "MNLI", _MNLI, dict(
         train=Split("train.tsv", 8, 9, -1),
         dev=Split("dev_matched.tsv", 8, 9, -1),
@@ -101,15 +105,18 @@ TASKS: Dict[str, GlueTask] = {t.name.lower(): t for t in (
         **_pair(3, 4, 0), test=Split("test.tsv", 3, 4, index=0)),
         metrics=("accuracy", "f1"), submission=dict(test="MRPC")),
     GlueTask("QNLI", "QNLI", _NLI, dict(
-        **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="QNLI")),
+        **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="QNLI"),
+        inputs=("question", "sentence")),
     GlueTask("QQP", "QQP", _BINARY, dict(
         **_pair(3, 4, 5), test=Split("test.tsv", 1, 2, index=0)),
-        metrics=("accuracy", "f1"), submission=dict(test="QQP")),
+        metrics=("accuracy", "f1"), submission=dict(test="QQP"),
+        inputs=("question1", "question2")),
     GlueTask("RTE", "RTE", _NLI, dict(
         **_pair(1, 2, 3), test=Split("test.tsv", 1, 2, index=0)), submission=dict(test="RTE")),
     GlueTask("SST-2", "SST-2", _BINARY, dict(
         train=Split("train.tsv", 0, label=1), dev=Split("dev.tsv", 0, label=1),
-        test=Split("test.tsv", 1, index=0)), submission=dict(test="SST-2")),
+        test=Split("test.tsv", 1, index=0)), submission=dict(test="SST-2"),
+        inputs=("sentence",)),
     GlueTask("STS-B", "STS-B", None, dict(
         **_pair(7, 8, -1), test=Split("test.tsv", 7, 8, index=0)),
         metrics=("pearson", "spearman"), submission=dict(test="STS-B")),

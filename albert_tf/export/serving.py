@@ -7,7 +7,7 @@ inference, with its vocabulary and a record of what it was made from.
 
 import json
 import os
-from typing import Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -20,6 +20,12 @@ from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.tracing import inference_only
 from albert_tf.text.preprocessing import AlbertTokenizer, pack_segments
 from albert_tf.text.tokenization import FullTokenizer
+
+
+# The signature that takes a classifier's text inputs under the names older exports gave
+# them (sentence1, sentence2), beside serving_default's (the run's names).
+LEGACY_SIGNATURE = "serving_legacy"
+LEGACY_INPUTS = ("sentence1", "sentence2")
 
 
 class _ServingClassifier(tf.Module):
@@ -55,14 +61,18 @@ class _ServingClassifier(tf.Module):
 
 
 def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_length: int,
-                      labels: Optional[Tuple[str, ...]], pairs: bool = True,
+                      labels: Optional[Tuple[str, ...]],
+                      inputs: Sequence[str] = ("sentence1", "sentence2"),
                       overwrite: bool = False, threshold: Optional[float] = None,
                       record: Optional[dict] = None,
                       multi_label_threshold: Optional[float] = None) -> str:
   """Writes an end-to-end classifier SavedModel that takes raw text.
 
-  `serving_default` (also the root `__call__`) takes string [B] `sentence1`
-  and, for sentence-pair tasks, `sentence2`; it tokenizes in-graph (the ids
+  `serving_default` (also the root `__call__`) takes string [B] tensors named `inputs`
+  (one text, or a sentence pair: the run's names for them, `albert_tf.runs.Run.
+  text_inputs`), and where those are not `sentence1` (`sentence2`), the names older exports
+  gave them, `serving_legacy` takes them under those, for clients written against them; it
+  tokenizes in-graph (the ids
   of `tokenizer`), packs at `seq_length` and returns `probabilities` [B, C],
   `label_ids` [B] and `labels` [B] (the label strings), or `score` [B] for
   regression (`labels=None`), and `threshold` [B] when one is given. A multi-label
@@ -81,30 +91,34 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
                                                      tokenizer.vocab_file),
                               seq_length, problem, threshold, multi_label_threshold)
     spec = lambda name: tf.TensorSpec([None], tf.string, name=name)
-    if pairs:
-      root.__call__ = tf.function(lambda sentence1, sentence2: root.classify([sentence1, sentence2]),
-                                  input_signature=[spec("sentence1"), spec("sentence2")],
-                                  autograph=False)
-    else:
-      root.__call__ = tf.function(lambda sentence1: root.classify([sentence1]),
-                                  input_signature=[spec("sentence1")], autograph=False)
+    classify = lambda *texts: root.classify(list(texts))
+    root.__call__ = tf.function(classify, input_signature=[spec(n) for n in inputs],
+                                autograph=False)
+    others, legacy = {}, list(LEGACY_INPUTS[:len(inputs)])
+    if legacy != list(inputs):
+      root.legacy = tf.function(classify, input_signature=[spec(n) for n in legacy],
+                                autograph=False)
+      others[LEGACY_SIGNATURE] = root.legacy
     save_serving(root, saved, staging, tokenizer, dict(
         kind="classifier", problem_type=problem.type, labels=list(labels or []),
-        inputs=["sentence1", "sentence2"] if pairs else ["sentence1"], seq_length=seq_length,
-        multi_label_threshold=multi_label_threshold, **(record or {})))
+        inputs=list(inputs), seq_length=seq_length,
+        multi_label_threshold=multi_label_threshold,
+        **({"legacy_inputs": list(legacy)} if others else {}), **(record or {})), others)
   logging.info("Exported the classifier SavedModel to %s", export_path)
   return export_path
 
 
 def save_serving(root: tf.Module, saved: str, staging: str, tokenizer: FullTokenizer,
-                 record: dict) -> None:
+                 record: dict, signatures: Optional[Dict[str, object]] = None) -> None:
   """Saves an end-to-end `root` (its `__call__` a tf.function of strings, traced here once,
-  for inference) with the vocabulary as an asset, and `record` beside saved_model.pb."""
+  for inference; `signatures` more such, by name) with the vocabulary as an asset, and
+  `record` beside saved_model.pb."""
   attach_vocabulary(root, staging, tokenizer.spm_model_file, tokenizer.vocab_file)
   options = tf.saved_model.SaveOptions()
+  signatures = dict(serving_default=root.__call__, **(signatures or {}))
   with save_context.save_context(options), inference_only():   # traced once, for serving
-    root.__call__.get_concrete_function()
-  tf.saved_model.save(root, saved, signatures={"serving_default": root.__call__},
-                      options=options)
+    for function in signatures.values():
+      function.get_concrete_function()
+  tf.saved_model.save(root, saved, signatures=signatures, options=options)
   with open(os.path.join(saved, EXPORT_RECORD), "w") as f:
     json.dump(record, f, indent=2, sort_keys=True)

@@ -4,8 +4,9 @@ The model file holds the whole pipeline for one example: ALBERT's
 tokenization (tensorflow-text's TFLite ops, see `albert_tf.text.lite`),
 packing at `max_seq_length`, the encoder and the classification head. Its
 `serving_default` signature takes the task's text fields as string [1]
-tensors (`sentence1`, `sentence2` for pair tasks, `sentence` for single
-sentences) and returns `probabilities` [1, C], or `score` [1] for STS-B.
+tensors named as the run names its text inputs (`albert_tf.runs.Run.text_inputs`: your
+own files' columns, or the GLUE task's: `sentence` for SST-2) and returns
+`probabilities` [1, C], or `score` [1] for STS-B.
 `LiteTagger` (a run_ner.py run) returns a tag id per position; `LiteEncoder` the
 encoder's outputs, for a head of one's own.
 Running either needs the TF Text custom ops registered with the interpreter

@@ -357,7 +357,7 @@ class ClassifierRun(FinetuningTask):
     self.export_once(weights, "classifier", (problem.type, opts.max_seq_length, threshold, multi),
                      lambda **kw: export_classifier(
                          model, opts.export_dir, self.source.tokenizer, opts.max_seq_length,
-                         problem.export_labels, pairs=self.examples.pairs, threshold=threshold,
+                         problem.export_labels, inputs=self.examples.inputs, threshold=threshold,
                          multi_label_threshold=multi, **kw))
 
 

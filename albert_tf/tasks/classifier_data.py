@@ -41,6 +41,7 @@ class Examples:
   problem: problems.Problem
   best_metric: str
   pairs: bool                   # sentence pairs (two text inputs)
+  inputs: tuple                 # the text inputs' names (albert_tf.runs.Run.text_inputs)
   loss_weights: Optional[tuple] = None   # --class_weight / --pos_weight's, once computed
   long_text: dict = {}    # --long_text=windows: it, --doc_stride, --window_pooling, --max_windows
   dev_splits: List[str]
@@ -99,6 +100,7 @@ class GlueFiles(Examples):
     self.name, self.best_metric = task.name, task.best_metric
     self.problem = problems.Problem.of_glue(task)
     self.pairs = any(s.text_b is not None for s in task.splits.values())
+    self.inputs = task.inputs
     self.dev_splits, self.test_splits = task.dev_splits, task.test_splits
 
   def read(self, opts, splits):
@@ -167,6 +169,7 @@ class OwnFiles(Examples):
     self.columns = own.Columns(tuple(text_columns), opts.label_column, opts.id_column,
                                opts.label_delimiter)
     self.pairs = len(text_columns) == 2
+    self.inputs = tuple(text_columns)
     self.dev_splits = ["dev"] if opts.dev_file else []
 
   def read(self, opts, splits):
