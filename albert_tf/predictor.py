@@ -337,12 +337,11 @@ class Classifying(Answers):
     if loaded is not None:
       signature = loaded.signatures["serving_default"]
       strings = lambda texts: signature(**dict(zip(inputs, texts)))
-    older = runs.legacy_inputs(list(inputs)) + [["text"]] * (len(inputs) == 1)
     return cls("classification", list(inputs),
                _export_tokenizer(path), runs.Settings(), settings, path, strings=strings,
                problem=problems.Problem.of(record.problem_type, record.labels),
-               seq_length=record.seq_length,
-               legacy=[n for i, n in enumerate(older) if n not in older[:i] + [list(inputs)]])
+               seq_length=record.seq_length,   # (older albert_tf read one input as `text`)
+               legacy=[["text"]] if len(inputs) == 1 and list(inputs) != ["text"] else [])
 
   def tokens(self, p, values):
     recorded = p.recorded

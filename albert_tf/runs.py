@@ -207,14 +207,6 @@ def windows_note(run: Optional["Run"], what: str, metadata: Optional[str],
           + (f"; {metadata} says so in `long_text`" if metadata else "") + " (docs/own_data.md)")
 
 
-def legacy_inputs(inputs: List[str]) -> List[List[str]]:
-  """The names older albert_tf gave text inputs now named `inputs` (`Run.legacy_inputs`),
-  the serving signature's first."""
-  older = [["sentence1"], ["sentence"], ["text"]] if len(inputs) == 1 else [
-      ["sentence1", "sentence2"]]
-  return [names for names in older if names != list(inputs)]
-
-
 def _classifier(encoder, run: "Run") -> AlbertClassifier:
   """A classifier run's model: over each text's windows, pooled, for a --long_text=windows
   run."""
@@ -536,10 +528,13 @@ class Run:
 
   @property
   def legacy_inputs(self) -> List[List[str]]:
-    """The names older albert_tf gave the same inputs, still accepted (with a note): the
-    serving signature's `sentence1` (`sentence2`), TFLite's `sentence`, a GLUE run's file
-    column `text`."""
-    return legacy_inputs(self.text_inputs)
+    """The names older albert_tf read a GLUE run's text inputs by in files and dicts
+    (`text`, or `sentence1`, `sentence2`), where they are not the task's: still read, with
+    a note. (Your own files' columns were always their own; a serving export keeps its
+    older names in a signature of their own, `albert_tf.export.serving`.)"""
+    task = self.glue_task
+    older = ["text"] if len(self.text_inputs) == 1 else ["sentence1", "sentence2"]
+    return [older] if task is not None and older != self.text_inputs else []
 
   @property
   def data(self) -> Dict[str, str]:

@@ -353,10 +353,11 @@ def test_int8_of_an_own_files_run_calibrates_on_its_training_file(tmp_path, spm_
   export_tflite.run(export_tflite.TFLiteOptions(model=run, output_file=str(out),
                                                 quantization="int8"))
   runner = litert(out.read_bytes()).get_signature_runner()
-  assert set(runner.get_input_details()) == {"sentence"}
+  assert set(runner.get_input_details()) == {"description"}     # the run's one name for it
   tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model)
   for r in rows[:5]:
-    got = runner(sentence=np.array([r["description"].encode()], dtype=object))["probabilities"]
+    got = runner(description=np.array([r["description"].encode()],
+                                      dtype=object))["probabilities"]
     packed = packing.pack_inputs(tokenizer.encode(r["description"]), None, SEQ,
                                  tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     want = tf.nn.softmax(model({k: tf.constant([v]) for k, v in packed.items()},
