@@ -442,11 +442,12 @@ def test_long_texts_of_8_windows_learn_wherever_the_deciding_sentence_is(model, 
   accuracy = {}
   for how in ("truncate", "windows"):
     run = tmp_path / how
-    classification.run(own_options(
+    result = classification.run(own_options(
         model, run, train_file=files["train"], dev_file=files["dev"], test_file=files["dev"],
         id_column="id", long_text=how, doc_stride=16 if how == "windows" else None,
         train_step=300, warmup_step=30, train_batch_size=16, learning_rate=3e-3,
-        save_checkpoints_steps=100))
+        save_checkpoints_steps=100))["eval"]
+    assert how == "truncate" or "did_not_learn" not in result      # (a run that learned)
     answers = read_predictions(run / "test_predictions.jsonl")
     accuracy[how] = {p: np.mean([a["label"] == r["label"] for a, r in zip(answers, rows["dev"])
                                  if r["position"] == p]) for p in POSITIONS}
@@ -490,6 +491,7 @@ def test_long_texts_of_8_windows_learn_wherever_the_deciding_sentence_is(model, 
     assert "--long_text=windows: the model written classifies one window of 32 pieces" in (
         capsys.readouterr().out)
     assert json.loads((tmp_path / fmt / metadata).read_text())["long_text"] == long_text
+    assert json.loads((tmp_path / fmt / metadata).read_text())["text_inputs"] == ["text"]
   export_onnx.run(export_onnx.OnnxOptions(model=str(run), output_file=str(tmp_path / "m.onnx")))
   assert "the ONNX model takes a text's windows of 32 pieces [batch, windows, 32] and pools " \
          "them" in capsys.readouterr().out
