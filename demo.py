@@ -86,7 +86,10 @@ def _results(path: str) -> dict:
   with open(path) as f:
     for line in f:
       key, _, value = line.partition(" = ")
-      values[key.strip()] = float(value)
+      try:
+        values[key.strip()] = float(value)
+      except ValueError:    # (the line of a run that did not learn)
+        values[key.strip()] = value.strip()
   return values
 
 

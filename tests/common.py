@@ -202,9 +202,10 @@ def export_tf_models_module(release, checkpoint_name, spm_model_file, out, with_
 
 
 def read_results(output_dir):
-  """eval_results.txt of a run: {key: float}."""
+  """eval_results.txt of a run: {key: float}, and a run that did not learn its line."""
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
-    return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+    pairs = [line.strip().split(" = ", 1) for line in f]
+  return {k: v if k == "did_not_learn" else float(v) for k, v in pairs}
 
 
 # ----------------------------------------------------------------------------- NER data

@@ -831,13 +831,13 @@ def test_an_sst2_run_answers_by_sst2_s_own_column_name_through_every_door(model_
                                                                           tmp_path, capsys):
   """One name per text input: an SST-2 run's input is `sentence`, as SST-2's files name it,
   in predict.py's input (a CSV with SST-2's header), the serving signature, the TFLite
-  signature and the ONNX metadata, and each answers as --do_predict. A file or a serving
+  signature and every export's metadata, and each answers as --do_predict. A file or a serving
   client that uses an older name (`text`, `sentence1`) is answered too, with one note."""
   import csv  # pylint: disable=import-outside-toplevel
   import json  # pylint: disable=import-outside-toplevel
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
   from albert_tf import runs  # pylint: disable=import-outside-toplevel
-  from albert_tf.commands import export_onnx, export_tflite, predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import export_tflite, predict  # pylint: disable=import-outside-toplevel
   from test_tflite import lite_answers  # pylint: disable=import-outside-toplevel
   data = tmp_path / "SST-2"
   data.mkdir()
@@ -878,5 +878,4 @@ def test_an_sst2_run_answers_by_sst2_s_own_column_name_through_every_door(model_
   assert json.loads((tmp_path / "model.tflite.json").read_text())["inputs"] == ["sentence"]
   got = lite_answers(lite, ["sentence"], [[t] for t in texts], ["0", "1"], None)
   assert [g["label"] for g in got] == want
-  export_onnx.run(export_onnx.OnnxOptions(model=str(run), output_file=str(tmp_path / "m.onnx")))
-  assert json.loads((tmp_path / "m.onnx.json").read_text())["text_inputs"] == ["sentence"]
+  assert record.export_metadata()["text_inputs"] == ["sentence"]   # (ONNX, HF, KerasHub's)
