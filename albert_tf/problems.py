@@ -111,6 +111,13 @@ class Problem:
     `weights`: the loss weights of `loss_weights` (per class, or per label's positives)."""
     raise NotImplementedError
 
+  def distillation_loss(self, logits: tf.Tensor, teacher: tf.Tensor,
+                        temperature: float) -> tf.Tensor:
+    """The loss [b] of a student's logits [b, C] against a teacher's [b, C] (soft labels at
+    `temperature`, scaled by its square so that its gradient keeps its size, as Hinton et
+    al. and DistilBERT do)."""
+    raise NotImplementedError
+
   def loss_weights(self, train: np.ndarray, how: str) -> Optional[Tuple[float, ...]]:
     """The loss's weights from the training targets (`how`: "balanced"), or None."""
     raise ValueError(f"{self.type}: no loss weights (--class_weight is single-label's, "
@@ -218,6 +225,12 @@ class SingleLabel(Problem):
     correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)    # [b]
     return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
 
+  def distillation_loss(self, logits, teacher, temperature):
+    """T^2 KL(softmax(teacher / T) || softmax(logits / T))."""
+    soft = tf.nn.log_softmax(teacher / temperature)                            # [b, C]
+    kl = tf.reduce_sum(tf.exp(soft) * (soft - tf.nn.log_softmax(logits / temperature)), -1)
+    return temperature ** 2 * kl                                               # [b]
+
   def metric_names(self):
     return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(self.labels) == 2 else [])
 
@@ -315,6 +328,14 @@ class MultiLabel(Problem):
           labels, logits, tf.constant(weights, logits.dtype))                 # [b, C]
     exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)        # [b]
     return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
+
+  def distillation_loss(self, logits, teacher, temperature):
+    """T^2 times each label's sigmoid cross-entropy against sigmoid(teacher / T), less
+    its minimum (the teacher's entropy): 0 where the student answers as the teacher."""
+    soft = tf.sigmoid(teacher / temperature)                                   # [b, C]
+    per_label = (tf.nn.sigmoid_cross_entropy_with_logits(soft, logits / temperature)
+                 - tf.nn.sigmoid_cross_entropy_with_logits(soft, teacher / temperature))
+    return temperature ** 2 * tf.reduce_mean(per_label, -1)                    # [b]
 
   def metric_names(self):
     return ["micro_f1", "macro_f1", "exact_match", "loss"]
@@ -445,6 +466,11 @@ class Regression(Problem):
 
   def per_example_loss(self, logits, labels, weights=None):
     return dict(loss=tf.square(logits[:, 0] - labels))                        # [b]
+
+  def distillation_loss(self, logits, teacher, temperature):
+    """The squared difference from the teacher's score (a score has no temperature)."""
+    del temperature
+    return tf.square(logits[:, 0] - teacher[:, 0])                            # [b]
 
   def metric_names(self):
     return ["pearson", "spearman", "mse"]

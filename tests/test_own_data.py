@@ -662,3 +662,55 @@ def test_each_problem_s_loss_and_answers_equal_numpy_references():
   assert problems.Problem.of(problems.MULTI, ["a"]) != problems.Problem.of(problems.SINGLE, ["a"])
   with pytest.raises(ValueError, match="unknown problem type 'multilabel'"):
     problems.Problem.of("multilabel", ["a"])
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_a_student_of_fewer_passes_is_taught_by_its_teacher_and_is_an_ordinary_run(
+    model, tmp_path):
+  """--num_hidden_layers=1 with --teacher (the same task at the model's 2 passes): the
+  student learns the pair task as well as its teacher, records its depth (every export
+  builds it), takes the teacher's text columns, and answers through predict.py as its own
+  --do_predict. A teacher of other columns, a deeper student or a directory that is not a
+  classifier's run is one line each."""
+  import dataclasses  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from albert_tf import AlbertConfig, runs  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import base, classification  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(model["seed"])
+  files = {split: jsonl(tmp_path / f"{split}.jsonl", pair_rows(n, rng))
+           for split, n in (("train", 600), ("dev", 200), ("test", 40))}
+  common = dict(train_file=files["train"], dev_file=files["dev"], test_file=files["test"],
+                max_seq_length=48, train_step=240, save_checkpoints_steps=120)
+  teacher = classification.run(own_options(model, tmp_path / "teacher",
+                                           text_columns="premise,hypothesis", **common))
+  student = classification.run(own_options(model, tmp_path / "student", num_hidden_layers=1,
+                                           teacher=str(tmp_path / "teacher"), **common))
+  print("pairs, dev accuracy: teacher (2 passes)", teacher["eval"]["accuracy"],
+        "student (1 pass, taught)", student["eval"]["accuracy"])
+  assert student["eval"]["accuracy"] >= 0.98 * teacher["eval"]["accuracy"]
+  run = runs.Run.read(str(tmp_path / "student"))
+  assert run.config.num_hidden_layers == 1 and run.text_inputs == ["premise", "hypothesis"]
+  assert run.model().encoder.config.num_hidden_layers == 1
+  out = tmp_path / "predicted.jsonl"
+  predict.run(predict.PredictOptions(model=str(tmp_path / "student"), input_file=files["test"],
+                                     output_file=str(out), progress=False))
+  want = read_predictions(tmp_path / "student" / "test_predictions.jsonl")
+  assert [g["label"] for g in read_predictions(out)] == [w["label"] for w in want]
+  for flags, message in (
+      (dict(num_hidden_layers=3), r"--num_hidden_layers=3 is deeper than --teacher=.*'s 2 "
+                                  r"passes"),
+      (dict(text_columns="hypothesis"), r"--teacher=.* reads premise, hypothesis; this run "
+                                        r"reads hypothesis \(--text_columns\)"),
+      (dict(teacher=os.path.dirname(model["config"])), r"--teacher=.* is not a "
+                                                        r"run_classifier.py output directory")):
+    with pytest.raises(ValueError, match=message):
+      classification.run(own_options(model, tmp_path / "bad", **dict(
+          dict(common, teacher=str(tmp_path / "teacher")), **flags)))
+  grouped = AlbertConfig.from_dict(dict(json.load(open(model["config"])), num_hidden_layers=4,
+                                        num_hidden_groups=2))
+  with pytest.raises(ValueError, match="--num_hidden_layers=1 is fewer than the model's "
+                                       "num_hidden_groups=2"):
+    base.with_depth(grouped, dataclasses.make_dataclass("O", [("num_hidden_layers", int)])(1),
+                    None)

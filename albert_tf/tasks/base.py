@@ -142,6 +142,10 @@ class StepOptions(FinetuningOptions):
                                     "apart).", at_least=1)
   export_dir: Optional[str] = option(None, "Write an end-to-end SavedModel of the best "
                                      "checkpoint here: raw text in, the task's answers out.")
+  num_hidden_layers: Optional[int] = option(
+      None, "Passes of the shared block (default: the model's): fewer answer faster with the "
+      "same weights; with several groups, pass i uses group int(i / N * G) as the original "
+      "maps layers. Recorded in the run, so every export has the same depth.", at_least=1)
 
 
 # ----------------------------------------------------------------------------- model source
@@ -180,6 +184,22 @@ class ModelSource:
                 **{("spm_model_file" if self.tokenizer.spm_model_file else "vocab_file"):
                    os.path.abspath(self.tokenizer.vocabulary_file)},
                 do_lower_case=self.tokenizer.do_lower_case)
+
+
+def with_depth(config: AlbertConfig, opts, hub_handle: Optional[str]) -> AlbertConfig:
+  """`config` with --num_hidden_layers passes of its shared block, where the flag is given
+  (ALBERT's weights do not depend on the depth); one line where it does not fit."""
+  layers = getattr(opts, "num_hidden_layers", None)
+  if layers is None or layers == config.num_hidden_layers:
+    return config
+  if hub_handle:
+    raise ValueError(f"--num_hidden_layers={layers}: --albert_hub_module_handle={hub_handle} "
+                     "runs as exported, at its depth; convert it first (convert_checkpoint.py "
+                     "--output_format=tf1) and pass that directory as --albert_directory")
+  if layers < config.num_hidden_groups:
+    raise ValueError(f"--num_hidden_layers={layers} is fewer than the model's "
+                     f"num_hidden_groups={config.num_hidden_groups}: every group needs a pass")
+  return dataclasses.replace(config, num_hidden_layers=layers)
 
 
 def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource:
@@ -227,7 +247,7 @@ def resolve_model_source(opts: ModelOptions, max_seq_length: int) -> ModelSource
                          config_file=None if flag != "--albert_directory" else opts.albert_config_file,
                          init_checkpoint=opts.init_checkpoint, spm_model_file=spm_model_file,
                          vocab_file=vocab_file, do_lower_case=do_lower_case)
-  init, config = described.checkpoint, described.config
+  init, config = described.checkpoint, with_depth(described.config, opts, hub_handle)
   if init and not (tf.io.gfile.exists(init + ".index") or tf.io.gfile.isdir(init)):
     raise FileNotFoundError(f"--init_checkpoint={init}: no checkpoint there "
                             f"({init}.index not found)")

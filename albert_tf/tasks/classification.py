@@ -57,8 +57,9 @@ class ClassifierOptions(StepOptions):
                                    "it; the best is model.ckpt-best).")
   test_file: Optional[str] = option(None, "Your own test file, predicted into "
                                     "test_predictions.jsonl (labels optional).")
-  text_columns: str = option("text", "Your files: the text column, or two columns of a "
-                             "sentence pair separated by a comma (premise,hypothesis).")
+  text_columns: Optional[str] = option(
+      None, "Your files: the text column (default: text, or the --teacher's), or two columns "
+      "of a sentence pair separated by a comma (premise,hypothesis).")
   label_column: str = option("label", "Your files: the label column.")
   id_column: Optional[str] = option(None, "Your files: a column copied into the predictions.")
   label_delimiter: Optional[str] = option(None, "Your CSV/TSV files: several labels in a "
@@ -105,6 +106,17 @@ class ClassifierOptions(StepOptions):
       None, "--long_text=windows: a text of more windows is cut to its first this many, "
       f"and the run says how many were (default {WINDOW_DEFAULTS['max_windows']}).",
       at_least=1)
+  teacher: Optional[str] = option(
+      None, "A fine-tuned run_classifier.py --output_dir whose answers teach this run: the "
+      "loss mixes its soft labels (--distill_temperature) with the true ones "
+      "(--distill_alpha). With --num_hidden_layers below its depth: ALBERT lite, the same "
+      "weights in fewer passes (docs/performance.md).", training="fixed")
+  distill_temperature: float = option(
+      2.0, "--teacher: the softmax temperature of its soft labels (Hinton et al.'s and "
+      "DistilBERT's 2).", training="fixed", above=0)
+  distill_alpha: float = option(
+      0.5, "--teacher: the soft labels' share of the loss, the true labels' the rest.",
+      training="fixed", at_least=0, at_most=1)
   skip_malformed_rows: bool = option(False, "Skip rows with the wrong number of fields, with a "
                                      "warning (the original did so for QQP), instead of failing.")
 
@@ -114,6 +126,13 @@ class ClassifierRun(FinetuningTask):
 
   def check_options(self):
     opts = self.opts
+    self.teacher = runs.Run.read(opts.teacher, "--teacher", kinds=["classification"]) \
+        if opts.teacher else None
+    self.teacher_model = None
+    if opts.text_columns is None:      # (your files: the teacher's columns, else "text")
+      teacher_columns = self.teacher is not None and self.teacher.glue_task is None
+      self.opts = opts = dataclasses.replace(opts, text_columns=",".join(
+          self.teacher.text_inputs) if teacher_columns else "text")
     self.tune = opts.multi_label_threshold == TUNE
     self.threshold = 0.5 if opts.multi_label_threshold in (None, TUNE) else _number(
         opts.multi_label_threshold)
@@ -158,7 +177,10 @@ class ClassifierRun(FinetuningTask):
       raise ValueError(f"--class_weight={opts.class_weight} is for single-label files; this "
                        f"problem is {self.problem.type} (multi-label: --pos_weight)")
     earlier = runs.earlier(opts.output_dir)
-    if opts.multi_label_threshold is None and multi and not opts.do_train:   # the run's tuned
+    if opts.multi_label_threshold is None and multi and self.teacher is not None and \
+        isinstance(self.teacher.multi_label_threshold, tuple) and not self.tune:
+      self.threshold = self.teacher.multi_label_threshold      # (written with the labels)
+    elif opts.multi_label_threshold is None and multi and not opts.do_train:   # the run's tuned
       if earlier is not None and earlier.problem is not None and earlier.problem.labels == \
           self.problem.labels:
         self.threshold = earlier.multi_label_threshold
@@ -176,6 +198,34 @@ class ClassifierRun(FinetuningTask):
 
   def check_outputs(self):
     self.check_export_dir()
+    self.check_teacher()
+
+  def check_teacher(self):
+    """--teacher: a run of the same problem, labels, text inputs and windows, at least as
+    deep as this one; its model is read now (one line for each thing that differs)."""
+    teacher, opts = self.teacher, self.opts
+    if teacher is None:
+      return
+    where = f"--teacher={opts.teacher}"
+    if teacher.problem != self.problem:
+      raise ValueError(f"{where} answers {teacher.problem.describe()}; these files are "
+                       f"{self.problem.describe()}")
+    if teacher.text_inputs != list(self.examples.inputs):
+      raise ValueError(f"{where} reads {', '.join(teacher.text_inputs)}; this run reads "
+                       f"{', '.join(self.examples.inputs)} (--text_columns)")
+    if teacher.long_text() != ({} if not self.windows else {"long_text": dict(
+        windows_of=opts.max_seq_length, doc_stride=self.long_text["doc_stride"],
+        window_pooling=self.long_text["window_pooling"],
+        max_windows=self.long_text["max_windows"])}):
+      raise ValueError(f"{where} reads long texts as --long_text={teacher.settings.long_text}"
+                       " (with its window flags); give this run the same")
+    depth, most = self.source.config.num_hidden_layers, teacher.config.num_hidden_layers
+    if depth > most:
+      raise ValueError(f"--num_hidden_layers={depth} is deeper than {where}'s {most} passes: "
+                       "a student has at most its teacher's")
+    self.teacher_model = teacher.model()
+    print(f"Taught by {teacher.path} ({most} passes; this run: {depth}), soft labels at "
+          f"temperature {opts.distill_temperature} weighing {opts.distill_alpha} of the loss")
 
   def run_record(self):
     return self.examples.record()
@@ -199,6 +249,9 @@ class ClassifierRun(FinetuningTask):
       if stale:
         print(f"Removed {stale}: tuned for the weights this training replaces "
               "(--multi_label_threshold=tune tunes them again)")
+    if isinstance(self.threshold, tuple) and self.teacher is not None and not self.tune:
+      path = runs.write_thresholds(opts.output_dir, self.problem.labels, self.threshold)
+      print(f"The teacher's tuned thresholds, in {path}")
     cache = opts.cached_dir or opts.output_dir
     os.makedirs(cache, exist_ok=True)
     self.records = {}
@@ -264,8 +317,15 @@ class ClassifierRun(FinetuningTask):
     return AlbertClassifier(self.source.build_encoder(), self.problem.num_outputs, **head)
 
   def per_example_loss(self, model, batch, training):
-    return self.problem.per_example_loss(model(batch, training=training),
-                                         batch["label_ids"], self.loss_weights)
+    logits = model(batch, training=training)                                  # [b, C]
+    losses = self.problem.per_example_loss(logits, batch["label_ids"], self.loss_weights)
+    if self.teacher_model is not None:   # --teacher: its soft labels, mixed with the true
+      alpha = self.opts.distill_alpha
+      soft = self.problem.distillation_loss(
+          logits, tf.stop_gradient(self.teacher_model(batch, training=False)),
+          self.opts.distill_temperature)                                      # [b]
+      losses = dict(losses, loss=alpha * soft + (1 - alpha) * losses["loss"])
+    return losses
 
   def train_dataset(self):
     return self.dataset("train", self.micro_batch_size, is_training=True)
