@@ -25,6 +25,14 @@ whole pipeline, its workers' model loading included):
                batch and length), given the same length-sorted batches, tokenized by
                transformers' tokenizer
 
+A row `<runtime>/<dtype>@N` answers with the same run at N passes of the shared block
+(`--depths` prepares those runs: the same weights, `num_hidden_layers=N` in its record, as
+run_classifier.py --num_hidden_layers=N leaves it); its `x full` is its rows/s over the
+same row at the model's depth (issue 84: >= 1.85x at half of ALBERT-base's 12).
+
+  python benchmarks/benchmark_predict.py --depths=6,3 --texts=500 \
+      --rows=tensorflow/float32,tensorflow/float32@6,tensorflow/float32@3
+
 Agreement is the share of texts whose label equals float32 TensorFlow's; the goal (issue
 63) is for albert_tf's fastest setting at agreement >= 0.99: >= 1.3x hf_pipeline, >= 1.0x
 hf_onnx, and the Beam row >= 0.7x the local path.
@@ -50,6 +58,8 @@ flags.DEFINE_enum("preset", "base", ["base", "small", "tiny"], "The model's shap
 flags.DEFINE_list("rows", ["tensorflow/float32", "tensorflow/bfloat16", "onnxruntime/float32",
                            "onnxruntime/int8", "beam", "hf_pipeline", "hf_onnx"],
                   "The rows to measure.")
+flags.DEFINE_list("depths", [], "Passes of the shared block to prepare runs of (rows "
+                  "<runtime>/<dtype>@N).")
 flags.DEFINE_string("child", None, "(internal) the row this process measures.")
 flags.DEFINE_string("work_dir", None, "(internal) the prepared run, texts and peers.")
 FLAGS = flags.FLAGS
@@ -79,10 +89,12 @@ def prepare(work: str) -> None:
                                                    "input_type_ids")})
   rng = np.random.default_rng(0)   # a head whose answers are not ties
   model.classifier.output_weights.assign(rng.normal(0, 1, model.classifier.output_weights.shape))
-  runs.write_run(os.path.join(work, "run"), dict(
-      task="classification", model=config.to_dict(), hub=None, spm_model_file=spm,
-      do_lower_case=True, max_seq_length=512, problem_type=problems.SINGLE, labels=LABELS,
-      text_columns=["text"]), model)
+  for depth in [None] + [int(d) for d in FLAGS.depths]:   # (the weights are depth's own)
+    runs.write_run(os.path.join(work, "run" if depth is None else f"run@{depth}"), dict(
+        task="classification", hub=None, spm_model_file=spm, do_lower_case=True,
+        model=dict(config.to_dict(), **({} if depth is None else dict(num_hidden_layers=depth))),
+        max_seq_length=512, problem_type=problems.SINGLE, labels=LABELS,
+        text_columns=["text"]), model)
   tokenizer = FullTokenizer(spm_model_file=spm)
   words = " ".join(s.strip() for s in open(corpus, encoding="utf-8")).split()
   texts, lengths = [], []
@@ -129,13 +141,15 @@ def child(row: str, work: str) -> dict:
     return dict(rows_per_second=result["rows_per_second"], labels=[a["label"] for a in answers])
   if row.startswith(("tensorflow", "onnxruntime")):
     from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
+    row, _, depth = row.partition("@")
     runtime, kind = row.split("/")
     options = dict(runtime=runtime)
     if kind == "bfloat16":
       options["dtype"] = "bfloat16"
     if kind == "int8":
       options["quantization"] = "dynamic_int8"
-    predictor = Predictor.load(os.path.join(work, "run"), FLAGS.batch_size, **options)
+    predictor = Predictor.load(os.path.join(work, f"run@{depth}" if depth else "run"),
+                               FLAGS.batch_size, **options)
     predictor.predict(texts[:FLAGS.batch_size])                  # (the first traces)
     start = time.perf_counter()
     answers = predictor.predict(texts)
@@ -206,7 +220,7 @@ def main(argv):
     for row in FLAGS.rows:
       command = [sys.executable, os.path.abspath(__file__), f"--child={row}",
                  f"--work_dir={work}", f"--texts={FLAGS.texts}", f"--batch_size={FLAGS.batch_size}",
-                 f"--preset={FLAGS.preset}"]
+                 f"--preset={FLAGS.preset}", f"--depths={','.join(FLAGS.depths)}"]
       done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
       found = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
       if done.returncode or not found:
@@ -226,6 +240,9 @@ def main(argv):
     print(f"{name:<22} {value:8.2f} {ratio('hf_pipeline'):>14} {ratio('hf_onnx'):>10} "
           f"{agree:10.3f}")
   for name in base:
+    full = name.partition("@")[0]
+    if "@" in name and full in base:
+      print(f"{name} / {full}: {base[name] / base[full]:.2f} x full")
     if name.startswith("beam"):
       same = name.split(":")[1] if ":" in name else "tensorflow/float32"
       if same in base:
