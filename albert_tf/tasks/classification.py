@@ -213,10 +213,9 @@ class ClassifierRun(FinetuningTask):
     if teacher.text_inputs != list(self.examples.inputs):
       raise ValueError(f"{where} reads {', '.join(teacher.text_inputs)}; this run reads "
                        f"{', '.join(self.examples.inputs)} (--text_columns)")
-    if teacher.long_text() != ({} if not self.windows else {"long_text": dict(
-        windows_of=opts.max_seq_length, doc_stride=self.long_text["doc_stride"],
-        window_pooling=self.long_text["window_pooling"],
-        max_windows=self.long_text["max_windows"])}):
+    theirs = teacher.settings
+    if ({k: getattr(theirs, k) for k in WINDOW_DEFAULTS} if getattr(theirs, "windows", False)
+        else None) != (self.long_text if self.windows else None):
       raise ValueError(f"{where} reads long texts as --long_text={teacher.settings.long_text}"
                        " (with its window flags); give this run the same")
     depth, most = self.source.config.num_hidden_layers, teacher.config.num_hidden_layers
@@ -431,11 +430,11 @@ def window_settings(opts: ClassifierOptions) -> Dict[str, object]:
   recorded = earlier.settings if earlier is not None else None
   recorded = recorded if isinstance(recorded, runs.ClassifierSettings) else None
   trained = recorded is not None and earlier.training
+  windowed = recorded is not None and recorded.windows
   values = {}
   for name, default in WINDOW_DEFAULTS.items():
     given = getattr(opts, name)
     had = getattr(recorded, name) if recorded is not None else None
-    windowed = recorded is not None and recorded.windows
     if name != "long_text" and not windowed:
       had = None                        # (a truncating run recorded no window settings)
     if given is not None and had is not None and given != had and trained and not (
