@@ -111,6 +111,10 @@ class Problem:
     `weights`: the loss weights of `loss_weights` (per class, or per label's positives)."""
     raise NotImplementedError
 
+  def teacher_target(self, teacher: tf.Tensor) -> tf.Tensor:
+    """A teacher's logits [b, C] as targets (`label_ids`' kind): its answer."""
+    raise NotImplementedError
+
   def distillation_loss(self, logits: tf.Tensor, teacher: tf.Tensor,
                         temperature: float) -> tf.Tensor:
     """The loss [b] of a student's logits [b, C] against a teacher's [b, C] (soft labels at
@@ -225,6 +229,9 @@ class SingleLabel(Problem):
     correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)    # [b]
     return dict(loss=loss, accuracy=tf.cast(correct, tf.float32))
 
+  def teacher_target(self, teacher):
+    return tf.argmax(teacher, -1, output_type=tf.int32)                        # [b]
+
   def distillation_loss(self, logits, teacher, temperature):
     """T^2 KL(softmax(teacher / T) || softmax(logits / T))."""
     soft = tf.nn.log_softmax(teacher / temperature)                            # [b, C]
@@ -328,6 +335,9 @@ class MultiLabel(Problem):
           labels, logits, tf.constant(weights, logits.dtype))                 # [b, C]
     exact = tf.reduce_all(tf.equal(logits > 0, labels > 0.5), axis=-1)        # [b]
     return dict(loss=tf.reduce_mean(per_label, -1), exact_match=tf.cast(exact, tf.float32))
+
+  def teacher_target(self, teacher):
+    return tf.cast(teacher > 0, tf.float32)                                   # [b, C]
 
   def distillation_loss(self, logits, teacher, temperature):
     """T^2 times each label's sigmoid cross-entropy against sigmoid(teacher / T), less
@@ -466,6 +476,9 @@ class Regression(Problem):
 
   def per_example_loss(self, logits, labels, weights=None):
     return dict(loss=tf.square(logits[:, 0] - labels))                        # [b]
+
+  def teacher_target(self, teacher):
+    return teacher[:, 0]                                                       # [b]
 
   def distillation_loss(self, logits, teacher, temperature):
     """The squared difference from the teacher's score (a score has no temperature)."""

@@ -599,6 +599,18 @@ class Run:
     and kept beside it (a serving export, an ONNX file); see `made_once`."""
     return made_once(self.path, name, self.checkpoint, write, *settings)
 
+  def own_checkpoint(self) -> str:
+    """`checkpoint` in albert_tf's own layout: itself, or, for a run fine-tuned over an
+    encoder SavedModel, its weights read into albert_tf's encoder (`model`) and kept as
+    `own/model.ckpt` (what another run starts from, at any depth)."""
+    if not self.hub:
+      return self.checkpoint
+
+    def write(path):
+      os.makedirs(path, exist_ok=True)
+      tf.train.Checkpoint(**self.model().checkpoint_items).write(os.path.join(path, "model.ckpt"))
+    return os.path.join(self.kept("own", write), "model.ckpt")
+
   def best_step(self) -> Optional[int]:
     return best_step(self.path)
 

@@ -210,11 +210,8 @@ def describe(directory: Optional[str] = None, flag: str = "--albert_directory", 
     where = f"{flag}={directory}"
     if runs.Run.exists(path):
       run = runs.Run.read(path, flag)
-      if run.hub:
-        raise ValueError(f"{where} was fine-tuned from the encoder SavedModel {run.hub}: "
-                         "start from its --export_dir, or from that SavedModel")
       spm, vocab = run.vocabulary()
-      described = Description(run.config, where, run.checkpoint, spm, vocab,
+      described = Description(run.config, where, run.own_checkpoint(), spm, vocab,
                               run.do_lower_case,
                               f"{spm or vocab} (the vocabulary {where} recorded)",
                               "" if spm or vocab else f"{where} recorded no vocabulary; "

@@ -2,7 +2,8 @@
 
 A file is read by its extension: `.csv` and `.tsv` with the csv module (quoted fields,
 newlines inside quotes and a UTF-8 byte-order mark all read as a spreadsheet wrote them),
-`.jsonl` (or `.json` holding JSON Lines) one object per line. Each row gives one or two
+`.jsonl` (or `.json` holding JSON Lines) one object per line; texts without labels
+(`read_texts`) may also be `.txt`, one per line. Each row gives one or two
 texts (`text_columns`: one text, or a sentence pair), a label (`label_column`) and,
 optionally, an id copied into the predictions (`id_column`). A file without the label
 column is read for prediction only.
@@ -87,6 +88,28 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
                     line))
   if not rows:
     raise ValueError(f"{path}: no rows in it")
+  return rows
+
+
+def read_texts(path: str, columns: Columns, flag: str) -> List[Row]:
+  """The texts of a file without labels (a label column, if any, is not read): `.txt`,
+  one text per line, for a run of one text column; else CSV, TSV or JSON Lines with the
+  run's text columns."""
+  if not path.lower().endswith(".txt"):
+    rows = read_rows(path, dataclasses.replace(columns, label="\0", id=None), flag,
+                     need_labels=False)
+    return [dataclasses.replace(row, label=None) for row in rows]
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{flag}={path} not found")
+  if len(columns.text) != 1:
+    raise ValueError(f"{flag}={path}: a .txt file holds one text per line, but this run "
+                     f"reads {len(columns.text)} ({', '.join(columns.text)}); use .csv, .tsv "
+                     "or .jsonl")
+  with open(path, encoding="utf-8-sig") as f:
+    rows = [Row([text.rstrip("\r\n")], None, index, None, index + 1)
+            for index, text in enumerate(f)]
+  if not rows:
+    raise ValueError(f"{flag}={path}: no rows in it")
   return rows
 
 

@@ -194,8 +194,8 @@ def with_depth(config: AlbertConfig, opts, hub_handle: Optional[str]) -> AlbertC
     return config
   if hub_handle:
     raise ValueError(f"--num_hidden_layers={layers}: --albert_hub_module_handle={hub_handle} "
-                     "runs as exported, at its depth; convert it first (convert_checkpoint.py "
-                     "--output_format=tf1) and pass that directory as --albert_directory")
+                     "runs as exported, at its depth; pass it as --albert_directory, which "
+                     "reads its weights into albert_tf's encoder at any depth")
   if layers < config.num_hidden_groups:
     raise ValueError(f"--num_hidden_layers={layers} is fewer than the model's "
                      f"num_hidden_groups={config.num_hidden_groups}: every group needs a pass")
@@ -297,6 +297,7 @@ class FinetuningTask:
     self.opts = opts
     self.check_options()
     self.read_inputs()
+    opts = self.opts   # (as check_options completed it)
     self.source = resolve_model_source(opts, opts.max_seq_length)
     self.opts = opts = dataclasses.replace(opts, dtype=self.resolve_dtype())
     self.strategy = get_strategy(opts.distribution_strategy, opts.tpu, opts.tpu_zone,
