@@ -43,6 +43,17 @@ MODEL = dict(vocab_size=2000, embedding_size=64, hidden_size=128, num_hidden_lay
 SEQ = 64  # short sequences keep the whole demo within minutes on 2 CPU cores
 
 
+def mrpc_flags(glue_dir: str, output_dir: str, train_step: int, seed: int, **more) -> dict:
+  """run_classifier.py's flags of the demo's MRPC fine-tuning, besides the model's source:
+  one declaration for the demo's run, its student and tools/lite_table.py's runs."""
+  return dict(task_name="MRPC", data_dir=glue_dir, output_dir=output_dir, **more,
+              max_seq_length=SEQ, do_train=True, do_eval=True, train_batch_size=32,
+              eval_batch_size=64, predict_batch_size=64, learning_rate=2e-4,
+              train_step=train_step, warmup_step=train_step // 10,
+              save_checkpoints_steps=max(train_step // 5, 1), optimizer="adamw",
+              log_steps=max(train_step // 60, 1), seed=seed)
+
+
 # The steps run in this one process, each printed as the command line that does the same
 # alone: one TensorFlow start-up instead of one per step. What each script runs is
 # albert_tf/commands/table.py's.
@@ -79,6 +90,23 @@ def _classify_on_device(tflite_file: str, glue_dir: str) -> None:
           f"    -> paraphrase probability {probabilities[1]:.3f} (label {example.label})")
   ms = tflite.latency_ms(tflite_file, inputs, num_threads=1)
   print(f"  {os.path.getsize(tflite_file) / 2**20:.1f} MiB, {ms:.1f} ms per pair on one thread")
+
+
+def _rows_per_second(run_dirs, glue_dir: str, rounds: int = 3):
+  """Each run's dev pairs per second through predict.py's Predictor (its batches of 64
+  sorted by length), the best of `rounds` alternating passes over 5 copies of dev."""
+  from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
+  pairs = [dict(sentence1=e.text_a, sentence2=e.text_b)
+           for e in glue.read_examples(glue_dir, glue.get_task("MRPC"), "dev")] * 5
+  predictors = [Predictor.load(path, 64) for path in run_dirs]
+  best = [0.0] * len(run_dirs)
+  for _ in range(rounds + 1):   # (the first round traces)
+    for i, predictor in enumerate(predictors):
+      started = time.perf_counter()
+      predictor.predict(pairs)
+      best[i] = max(best[i], len(pairs) / (time.perf_counter() - started))
+  return best
 
 
 def _results(path: str) -> dict:
@@ -160,31 +188,41 @@ def main(argv):
   train_step = 10 if quick else 300
   timings["fine-tuning"] = _run(
       "5. Fine-tuning on MRPC from the TF-Hub SavedModel", "run_classifier.py",
-      task_name="MRPC", data_dir=glue_dir, output_dir=mrpc_dir,
-      albert_hub_module_handle=os.path.join(hub_dir, "albert_encoder"),
-      spm_model_file="from_tf_hub", max_seq_length=SEQ, do_train=True, do_eval=True,
-      do_predict=True, train_batch_size=32, eval_batch_size=64, predict_batch_size=64,
-      learning_rate=2e-4, train_step=train_step, warmup_step=train_step // 10,
-      save_checkpoints_steps=max(train_step // 5, 1), optimizer="adamw",
-      export_dir=os.path.join(mrpc_dir, "serving"), log_steps=max(train_step // 60, 1),
-      seed=FLAGS.seed)
+      **mrpc_flags(glue_dir, mrpc_dir, train_step, FLAGS.seed,
+                   albert_hub_module_handle=os.path.join(hub_dir, "albert_encoder"),
+                   spm_model_file="from_tf_hub", do_predict=True,
+                   export_dir=os.path.join(mrpc_dir, "serving")))
+
+  student_dir = os.path.join(out, "mrpc_lite")
+  depth = 1 if quick else MODEL["num_hidden_layers"]   # (the MRPC run's passes)
+  passes = max(depth // 2, 1)
+  timings["ALBERT lite"] = _run(
+      f"6. ALBERT lite: the shared block applied {passes} times, taught by the MRPC run",
+      "run_classifier.py", **mrpc_flags(glue_dir, student_dir, train_step, FLAGS.seed,
+                                        num_hidden_layers=passes, teacher=mrpc_dir))
+  speed = _rows_per_second([mrpc_dir, student_dir], glue_dir)
 
   pre = _results(os.path.join(pretrain_dir, "eval_results.txt"))
   mrpc = _results(os.path.join(mrpc_dir, "eval_results.txt"))
-  print("\n== 6. Results")
+  lite = _results(os.path.join(student_dir, "eval_results.txt"))
+  print("\n== 7. Results")
   print(f"Pretraining ({pretrain_steps} steps of 32 x {SEQ} tokens), on its training data as the "
         "original evaluates:")
   print(f"  masked-LM accuracy        {pre['masked_lm_accuracy']:.3f}")
   print(f"  sentence-order accuracy   {pre['sentence_order_accuracy']:.3f}")
   print(f"MRPC-format dev set (best of {train_step} fine-tuning steps, at step "
         f"{int(mrpc['global_step'])}):")
-  print("                      accuracy    F1")
-  print(f"  fine-tuned ALBERT      {mrpc['accuracy']:.3f}   {mrpc['f1']:.3f}")
-  print(f"  majority class         {mrpc['majority_baseline_accuracy']:.3f}   "
+  passes_of = lambda n: f"{n} pass" + ("es" if n > 1 else "")
+  print(f"  {'':34s}accuracy    F1   pairs/s (predict.py)")
+  print(f"  {'fine-tuned ALBERT (' + passes_of(depth) + ')':34s}{mrpc['accuracy']:.3f}   "
+        f"{mrpc['f1']:.3f}   {speed[0]:7.0f}")
+  print(f"  {'ALBERT lite, taught (' + passes_of(passes) + ')':34s}{lite['accuracy']:.3f}   "
+        f"{lite['f1']:.3f}   {speed[1]:7.0f} ({speed[1] / speed[0]:.2f}x)")
+  print(f"  {'majority class':34s}{mrpc['majority_baseline_accuracy']:.3f}   "
         f"{mrpc['majority_baseline_f1']:.3f}")
   tflite_file = os.path.join(out, "mrpc_dynamic_int8.tflite")
   timings["TFLite"] = _run(
-      "7. On device: the MRPC model as a dynamic-int8 TFLite file (raw text in)",
+      "8. On device: the MRPC model as a dynamic-int8 TFLite file (raw text in)",
       "hub_export/export_tflite.py", model=mrpc_dir, output_file=tflite_file,
       quantization="dynamic_int8")
   _classify_on_device(tflite_file, glue_dir)
@@ -198,6 +236,7 @@ def main(argv):
       ("MRPC run (model.ckpt-best, eval_results.txt)", mrpc_dir),
       ("MRPC learning curve", os.path.join(mrpc_dir, "learning_curve.png")),
       ("GLUE submission file", os.path.join(mrpc_dir, "MRPC.tsv")),
+      (f"ALBERT lite run ({passes} passes, taught)", student_dir),
       ("serving SavedModel (raw sentences in)", os.path.join(mrpc_dir, "serving")),
       ("TFLite model (raw sentences in)", tflite_file)):
     print(f"  {what:46s} {path}")
