@@ -2,7 +2,8 @@
 the same texts through predict.py (TensorFlow, ONNX Runtime), Beam, the serving SavedModel,
 TFLite, a KerasHub preset and the Hugging Face export (its weights, and its tokenizer.json's
 ids), for each problem of your own files: single-label sentence pairs, multi-label (its
-thresholds tuned), regression; the TF-Hub preprocessor + encoder recipe (in Keras 2 and in
+thresholds tuned), regression (a student of 1 pass taught by a run of 2: ALBERT lite, its
+depth in every export); the TF-Hub preprocessor + encoder recipe (in Keras 2 and in
 Keras 3), which carries the encoder and leaves the head to its caller, on the pairs. Then
 SQuAD v2.0, RACE and NER through the doors each has (v1.1's answers, the same logits under
 its own rules: predict.py in tests/test_squad.py). (transformers' pipeline on the same
@@ -140,14 +141,21 @@ def classifier_run(problem, start, tmp_path):
   # (multi-label: --multi_label_threshold=tune on its training rows as dev, so that every
   # door shows it applies each label's own threshold)
   tuned = dict(dev_file=train, multi_label_threshold="tune") if problem == "multi" else {}
+  common = dict(train_file=train, id_column="id", **tuned,
+                text_columns="text,second" if problem == "single" else "text",
+                problem_type={"single": "auto", "multi": "auto",
+                              "regression": "regression"}[problem],
+                max_seq_length=SEQ, train_batch_size=8, train_step=2, warmup_step=0,
+                learning_rate=1e-3, save_checkpoints_steps=2, do_train=True, progress=False,
+                seed=0)
+  source = dict(albert_config_file=start["config"], init_checkpoint=start["init"],
+                spm_model_file=start["spm"])
+  if problem == "regression":   # ALBERT lite: a student of 1 pass, taught by a run of 2
+    classification.run(classification.ClassifierOptions(
+        output_dir=str(tmp_path / "teacher"), **common, **source))
+    source = dict(teacher=str(tmp_path / "teacher"), num_hidden_layers=1)
   classification.run(classification.ClassifierOptions(
-      train_file=train, test_file=test, id_column="id", output_dir=str(run), **tuned,
-      text_columns="text,second" if problem == "single" else "text",
-      problem_type={"single": "auto", "multi": "auto", "regression": "regression"}[problem],
-      albert_config_file=start["config"], init_checkpoint=start["init"],
-      spm_model_file=start["spm"], max_seq_length=SEQ, train_batch_size=8, train_step=2,
-      warmup_step=0, learning_rate=1e-3, save_checkpoints_steps=2, do_train=True,
-      do_predict=True, progress=False, seed=0))
+      output_dir=str(run), test_file=test, do_predict=True, **common, **source))
   want = _answers(run / "test_predictions.jsonl")
   # The texts' answers differ from each other by far more than the tolerances, so a door
   # that read other ids than the run's would show.
@@ -171,6 +179,8 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   from albert_tf.commands import convert, export_tflite  # pylint: disable=import-outside-toplevel
   run, test, want, fields = classifier_run(problem, start, tmp_path)
   record = runs.Run.read(str(run))
+  depth = 1 if problem == "regression" else CFG["num_hidden_layers"]   # (the student's)
+  assert record.config.num_hidden_layers == depth
   tokenizer = record.tokenizer()
   labels = LABELS[problem]
   threshold = record.multi_label_threshold or 0.5
@@ -232,6 +242,7 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
   from albert_tf import build_hf_model, problems, sources  # pylint: disable=import-outside-toplevel
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["problem_type"] == record.problem.type
+  assert config["num_hidden_layers"] == depth
   assert [config["id2label"][str(i)] for i in range(len(labels))] == labels
   model = record.model()
   x = {k: tf.constant(ids[:, :16]) for k in ("input_word_ids",)}
@@ -255,6 +266,7 @@ def test_every_door_answers_as_do_predict(problem, start, tmp_path):
                                      output_dir=str(tmp_path / "preset")))
   task = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"))
   metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
+  assert task.backbone.num_layers == depth
   back = sources.read(str(tmp_path / "preset"))   # the problem and the labels read back
   assert back.problem_type == record.problem.type
   assert problem == "regression" or back.labels == labels
@@ -431,9 +443,10 @@ def test_a_reader_and_a_chooser_answer_through_every_door_as_do_predict(kind, st
 
 
 def tagger_run(start, tmp_path):
-  """A run_ner.py run fine-tuned from `start` a few steps, with --do_predict on the
-  realistic texts split into words as its serving export splits them: (the run, its
-  serving signature, the texts, their words, --do_predict's tags of each word)."""
+  """A run_ner.py run of 1 pass fine-tuned from `start` (2 passes) a few steps, with
+  --do_predict on the realistic texts split into words as its serving export splits them:
+  (the run, its serving signature, the texts, their words, --do_predict's tags of each
+  word)."""
   from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
   from albert_tf.text.preprocessing import word_spans  # pylint: disable=import-outside-toplevel
@@ -452,7 +465,8 @@ def tagger_run(start, tmp_path):
       init_checkpoint=start["init"], spm_model_file=start["spm"], max_seq_length=SEQ,
       doc_stride=16, train_batch_size=8, train_step=2, warmup_step=0,
       save_checkpoints_steps=2, progress=False, do_train=True, do_eval=False,
-      do_predict=True))
+      do_predict=True, num_hidden_layers=1))   # (ALBERT lite: the 2-pass block applied once)
+  assert runs.Run.read(str(run)).config.num_hidden_layers == 1
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
   serve = tf.saved_model.load(predict_beam.serving_model(str(run))).signatures[
       "serving_default"]
