@@ -60,12 +60,43 @@ flags.DEFINE_list("rows", ["tensorflow/float32", "tensorflow/bfloat16", "onnxrun
                   "The rows to measure.")
 flags.DEFINE_list("depths", [], "Passes of the shared block to prepare runs of (rows "
                   "<runtime>/<dtype>@N).")
+flags.DEFINE_string("model", None, "A trained run_classifier.py --output_dir to measure "
+                    "instead of the random --preset run (its @N rows: the same weights at N "
+                    "passes).")
+flags.DEFINE_string("input_file", None, "With --model: the texts, .jsonl of the run's text "
+                    "columns (default: the pydoc texts, for a run of one text column).")
 flags.DEFINE_string("child", None, "(internal) the row this process measures.")
 flags.DEFINE_string("work_dir", None, "(internal) the prepared run, texts and peers.")
 FLAGS = flags.FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABELS = ["negative", "positive"]
+
+
+def prepare_model(work: str) -> None:
+  """--model: the run (and its @N runs) rewritten as albert_tf's own encoder (a run
+  fine-tuned from a TF-Hub SavedModel answers through the same code as the others)."""
+  from albert_tf import runs  # pylint: disable=g-import-not-at-top
+  run = runs.Run.read(FLAGS.model, "--model", kinds=["classification"])
+  model, config = run.model(), run.config.to_dict()
+  for depth in [None] + [int(d) for d in FLAGS.depths]:
+    record = dict(run.record, hub=None, model=dict(
+        config, **({} if depth is None else dict(num_hidden_layers=depth))))
+    runs.write_run(os.path.join(work, "run" if depth is None else f"run@{depth}"), record,
+                   model)
+  for name in ("labels.txt", "thresholds.txt"):
+    if os.path.exists(os.path.join(FLAGS.model, name)):
+      for depth in [None] + FLAGS.depths:
+        with open(os.path.join(FLAGS.model, name), encoding="utf-8") as f, open(os.path.join(
+            work, "run" if depth is None else f"run@{depth}", name), "w", encoding="utf-8") as g:
+          g.write(f.read())
+  texts = FLAGS.input_file
+  if texts is None:
+    return
+  with open(texts, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f if line.strip()][:FLAGS.texts]
+  with open(os.path.join(work, "input.jsonl"), "w", encoding="utf-8") as f:
+    f.write("".join(json.dumps(r) + "\n" for r in records))
 
 
 def prepare(work: str) -> None:
@@ -83,18 +114,21 @@ def prepare(work: str) -> None:
     benchmarking.pad_vocabulary(spm, config.vocab_size)
   else:
     config = type(config).from_dict(dict(config.to_dict(), vocab_size=2000))
-  keras.utils.set_random_seed(0)
-  model = AlbertClassifier(AlbertEncoder(config), 2)
-  model({k: np.zeros([1, 4], np.int32) for k in ("input_word_ids", "input_mask",
-                                                   "input_type_ids")})
-  rng = np.random.default_rng(0)   # a head whose answers are not ties
-  model.classifier.output_weights.assign(rng.normal(0, 1, model.classifier.output_weights.shape))
-  for depth in [None] + [int(d) for d in FLAGS.depths]:   # (the weights are depth's own)
-    runs.write_run(os.path.join(work, "run" if depth is None else f"run@{depth}"), dict(
-        task="classification", hub=None, spm_model_file=spm, do_lower_case=True,
-        model=dict(config.to_dict(), **({} if depth is None else dict(num_hidden_layers=depth))),
-        max_seq_length=512, problem_type=problems.SINGLE, labels=LABELS,
-        text_columns=["text"]), model)
+  rng = np.random.default_rng(0)
+  if not FLAGS.model:
+    keras.utils.set_random_seed(0)
+    model = AlbertClassifier(AlbertEncoder(config), 2)
+    model({k: np.zeros([1, 4], np.int32) for k in ("input_word_ids", "input_mask",
+                                                     "input_type_ids")})
+    # a head whose answers are not ties
+    model.classifier.output_weights.assign(rng.normal(0, 1,
+                                                      model.classifier.output_weights.shape))
+    for depth in [None] + [int(d) for d in FLAGS.depths]:   # (the weights are depth's own)
+      runs.write_run(os.path.join(work, "run" if depth is None else f"run@{depth}"), dict(
+          task="classification", hub=None, spm_model_file=spm, do_lower_case=True,
+          model=dict(config.to_dict(), **({} if depth is None else dict(num_hidden_layers=depth))),
+          max_seq_length=512, problem_type=problems.SINGLE, labels=LABELS,
+          text_columns=["text"]), model)
   tokenizer = FullTokenizer(spm_model_file=spm)
   words = " ".join(s.strip() for s in open(corpus, encoding="utf-8")).split()
   texts, lengths = [], []
@@ -120,6 +154,9 @@ def prepare(work: str) -> None:
 
 
 def texts_of(work):
+  if FLAGS.model and FLAGS.input_file:    # the run's own columns
+    with open(os.path.join(work, "input.jsonl"), encoding="utf-8") as f:
+      return [json.loads(line) for line in f]
   with open(os.path.join(work, "texts.txt"), encoding="utf-8") as f:
     return [line.rstrip("\n") for line in f]
 
@@ -150,7 +187,7 @@ def child(row: str, work: str) -> dict:
       options["quantization"] = "dynamic_int8"
     predictor = Predictor.load(os.path.join(work, f"run@{depth}" if depth else "run"),
                                FLAGS.batch_size, **options)
-    predictor.predict(texts[:FLAGS.batch_size])                  # (the first traces)
+    predictor.predict(texts[:max(FLAGS.batch_size, 8)])         # (the first traces)
     start = time.perf_counter()
     answers = predictor.predict(texts)
     seconds = time.perf_counter() - start
@@ -213,6 +250,8 @@ def main(argv):
     print("RESULT " + json.dumps(result))
     return
   work = tempfile.mkdtemp(prefix="benchmark_predict_")
+  if FLAGS.model:
+    prepare_model(work)
   prepare(work)
   results = {row: [] for row in FLAGS.rows}
   labels = {}
@@ -220,7 +259,9 @@ def main(argv):
     for row in FLAGS.rows:
       command = [sys.executable, os.path.abspath(__file__), f"--child={row}",
                  f"--work_dir={work}", f"--texts={FLAGS.texts}", f"--batch_size={FLAGS.batch_size}",
-                 f"--preset={FLAGS.preset}", f"--depths={','.join(FLAGS.depths)}"]
+                 f"--preset={FLAGS.preset}", f"--depths={','.join(FLAGS.depths)}"] + [
+                     f"--{k}={getattr(FLAGS, k)}" for k in ("model", "input_file")
+                     if getattr(FLAGS, k)]
       done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
       found = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
       if done.returncode or not found:
