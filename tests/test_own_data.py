@@ -673,8 +673,9 @@ def test_a_student_of_fewer_passes_is_taught_by_its_teacher_and_is_an_ordinary_r
   student learns the pair task as well as its teacher, records its depth (every export
   builds it), takes the teacher's text columns, and answers through predict.py as its own
   --do_predict. From 40 labelled rows and --unlabeled_file's texts it learns what the 40
-  rows alone do not. A teacher of other columns, a deeper student, a directory that is not
-  a classifier's run, texts without a teacher or a .txt of pairs is one line each."""
+  rows alone do not. A teacher of other labels or columns, a deeper student, a directory
+  that is not a classifier's run, texts without a teacher or a .txt of pairs is one line
+  each."""
   import dataclasses  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   from albert_tf import AlbertConfig, runs  # pylint: disable=import-outside-toplevel
@@ -714,7 +715,12 @@ def test_a_student_of_fewer_passes_is_taught_by_its_teacher_and_is_an_ordinary_r
         "with 560 texts the teacher answers", taught["eval"]["accuracy"])
   assert taught["eval"]["accuracy"] >= 0.95 * teacher["eval"]["accuracy"]
   assert taught["eval"]["accuracy"] >= alone["eval"]["accuracy"] + 0.1
+  other = jsonl(tmp_path / "other.jsonl", [dict(r, label={"agree": "yes", "disagree": "no"}[
+      r["label"]]) for r in rows[:40]])
   for flags, message in (
+      (dict(train_file=other, dev_file=other, test_file=other),
+       r"--teacher=.* answers single_label_classification, 2 labels: agree, disagree; these "
+       r"files are single_label_classification, 2 labels: no, yes"),
       (dict(unlabeled_file=write(tmp_path / "texts.txt", "a\n")),
        r"--unlabeled_file=.*texts.txt: a .txt file holds one text per line, but this run reads 2"),
       (dict(unlabeled_file=texts, teacher=None), r"--unlabeled_file=.*texts.csv is answered by "
