@@ -22,6 +22,9 @@ import typing
 from typing import Callable, Dict, Optional, Sequence
 
 from absl import flags
+from absl import logging
+
+from albert_tf import console
 
 _REQUIRED = dataclasses.MISSING
 
@@ -221,6 +224,7 @@ def run_with_flags(argv: Sequence[str], options_type,
   if len(argv) > 1:
     _usage_error(f"unexpected arguments: {' '.join(argv[1:])}")
   tune_gc()
+  console.keep_logs()   # (absl's lines into log.txt, unless the user asked for them)
   try:
     results = run(options_from_flags(options_type, overrides=original_flag_overrides()))
   except (FileNotFoundError, FileExistsError, ValueError) as e:
@@ -228,11 +232,19 @@ def run_with_flags(argv: Sequence[str], options_type,
   except Exception as e:  # pylint: disable=broad-except
     # Ends that are not usage errors and say their own exit status: training stopped by
     # SIGTERM/SIGINT after saving (75), a write that found no space or permission (1).
-    if getattr(e, "exit_code", None) is None:
+    if getattr(e, "exit_code", None) is not None:
+      sys.stdout.flush()
+      sys.stderr.write(f"{_program()}: {e}\n")
+      sys.exit(e.exit_code)
+    # Any other error: in one line with its cause where the console is quiet, its
+    # traceback in log.txt (a bug's traceback stays on the console where there is none).
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not console.quiet() or not (console.log_path() or isinstance(e, tf.errors.OpError)):
       raise
+    logging.exception("%s stopped", _program())
     sys.stdout.flush()
-    sys.stderr.write(f"{_program()}: {e}\n")
-    sys.exit(e.exit_code)
+    sys.stderr.write(f"{_program()}: error: {console.error_line(e)}\n")
+    sys.exit(1)
   print_results(results)
   return results
 

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from albert_tf import problems
+from albert_tf import console, problems
 from albert_tf.data import glue, ner, own
 from albert_tf.files import (LOCK_NAME, atomic_open, fingerprint, lock_directory,
                              reading_checkpoint,
@@ -820,7 +820,8 @@ def _holds_work(output_dir: str) -> bool:
   """Whether `output_dir` holds checkpoints, logs or results (not only its record,
   its lock and cached features, which a corrected rerun may replace or rebuild)."""
   for name in os.listdir(output_dir):
-    if name in (RECORD, LOCK_NAME) or ".tf_record" in name or name.endswith(".jsonl"):
+    if name in (RECORD, LOCK_NAME, console.LOG_NAME) or ".tf_record" in name or \
+        name.endswith(".jsonl"):
       continue
     return True
   return False
@@ -844,6 +845,7 @@ def claim(output_dir: str, record: dict, strategy=None, opts=None,
   lock_directory(output_dir)
   try:
     _claim(output_dir, record, opts, data)
+    console.write_log(output_dir)   # (the run's own now: its log.txt)
   except Exception:
     unlock_directory(output_dir)
     if created and not os.listdir(output_dir):

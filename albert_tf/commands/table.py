@@ -20,7 +20,11 @@ import importlib
 import os
 from typing import Callable, Dict, Optional
 
-from albert_tf import runs
+from albert_tf import console
+
+console.hide_start_up()   # before TensorFlow is imported (runs imports it)
+
+from albert_tf import runs  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 @dataclasses.dataclass(frozen=True)
