@@ -78,7 +78,8 @@ def test_predict_py_writes_one_answer_per_line_with_index_and_id(topics_run, tmp
   source.write_text("".join(json.dumps(r) + "\n" for r in rows))
   out = tmp_path / "answers" / "topics.jsonl"
   done = run_script("predict.py", f"--model={topics_run}", f"--input_file={source}",
-                    f"--output_file={out}", "--id_column=id", "--batch_size=3", "--noprogress")
+                    f"--output_file={out}", "--id_column=id", "--batch_size=3", "--noprogress",
+                    "--chunk_rows=2")     # (read, answered and written 2 rows at a time)
   assert done.returncode == 0, done.stderr[-3000:]
   assert f"Wrote {len(TEXTS)} answers to {out}" in done.stdout
   answers = [json.loads(line) for line in out.read_text().splitlines()]
@@ -214,7 +215,7 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
     with pytest.raises((ValueError, FileNotFoundError), match=match):
       predict.run(predict.PredictOptions(model=str(model), input_file=str(source),
                                          output_file=str(out), progress=False, **flags))
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob("never.jsonl*"))
 
   good = dict(id="a", text="the list")
   refused(_write_rows(tmp_path / "a.jsonl", [good, "{not json"]), r"a.jsonl:2: not JSON")
@@ -222,6 +223,9 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
           r"b.jsonl:2: no column 'text'; the columns are 'id', 'txt'")
   refused(_write_rows(tmp_path / "c.jsonl", [good, dict(id="c", text=3)]),
           r"c.jsonl:2: 'text' is 3, not text")
+  # (in a later chunk than the first, after answers were written: none is left)
+  refused(_write_rows(tmp_path / "c.jsonl", [good, good, dict(id="c", text=3)]),
+          r"c.jsonl:3: 'text' is 3, not text", chunk_rows=1)
   refused(_write_rows(tmp_path / "d.jsonl", [good]), r"d.jsonl:1: no column 'key'",
           id_column="key")
   (tmp_path / "not_a_run").mkdir()

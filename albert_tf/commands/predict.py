@@ -1,16 +1,19 @@
 """predict.py: a trained run's answers for a file of new text, one JSON line per input row.
 
 The input is `.txt` (one text per line; an empty line is an empty text), or `.csv`, `.tsv`,
-`.jsonl` (columns named by `--text_columns`, default the run's own). Locally the output, a
-`.jsonl` file, appears whole or not at all, and an existing one is never overwritten; a
-bad row stops the run with its `file:line`, before anything is written. With `--runner` it
+`.jsonl` (columns named by `--text_columns`, default the run's own). Locally it is read,
+answered and written `--chunk_rows` at a time (memory holds one chunk, whatever the input's
+size); the output, a `.jsonl` file, appears whole or not at all (it grows as
+`<output_file>.tmp-<pid>`, removed on an error), and an existing one is never overwritten;
+a bad row stops the run with its `file:line`, and nothing is left at `--output_file`. With `--runner` it
 runs on Apache Beam (`albert_tf.commands.predict_beam`): sharded output, bad rows in an errors file.
 """
 
 import dataclasses
+import itertools
 import os
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from albert_tf.cli import Checked, option
 from albert_tf.data import own
@@ -54,6 +57,9 @@ class PredictOptions(BeamFlags, Checked):
   max_error_rate: float = option(0.01, "--runner: the fraction of rows that may fail (a bad "
                                  "row goes to the errors file); more, or no answer at all, "
                                  "exits non-zero with the first reason.", at_least=0, at_most=1)
+  chunk_rows: int = option(10000, "Rows read, answered and written at a time: memory "
+                           "holds one chunk, whatever the input's size (batches are sorted "
+                           "by length within it).", at_least=1)
   max_batch_tokens: int = option(8192, "--runner: pieces per batch at most (a batch of long "
                                  "texts holds fewer rows).", at_least=1)
   progress: bool = option(True, "Show a progress bar (rows per second).")
@@ -65,29 +71,36 @@ class PredictOptions(BeamFlags, Checked):
 
 
 def read_examples(path: str, predictor: Predictor, columns: List[str],
-                  id_column: Optional[str]) -> Tuple[List[list], List[Optional[str]]]:
-  """(each row's fields, its id or None) from the input file, in order, checked; an error
-  names `path:line`."""
+                  id_column: Optional[str]) -> Iterator[Tuple[list, Optional[str]]]:
+  """(each row's fields, its id or None) from the input file, in order, checked, read as
+  they are needed; an error names `path:line` (a missing file or a .txt for several fields:
+  at once)."""
   if not os.path.isfile(path):
     raise FileNotFoundError(f"--input_file={path} not found")
-  rows, ids = [], []
+  if path.lower().endswith(".txt") and len(columns) != 1:
+    raise ValueError(f"--input_file={path}: a .txt file holds one text per line, but this "
+                     f"run reads {len(columns)} fields ({', '.join(columns)}); use .csv, "
+                     ".tsv or .jsonl")
+  return _rows(path, predictor, columns, id_column)
+
+
+def _rows(path, predictor, columns, id_column) -> Iterator[Tuple[list, Optional[str]]]:
   if path.lower().endswith(".txt"):
-    if len(columns) != 1:
-      raise ValueError(f"--input_file={path}: a .txt file holds one text per line, but this "
-                       f"run reads {len(columns)} fields ({', '.join(columns)}); use .csv, "
-                       ".tsv or .jsonl")
     with open(path, encoding="utf-8-sig") as f:
       for number, line in enumerate(f, 1):
-        rows.append(predictor.example([line.rstrip("\r\n")], f"{path}:{number}: "))
-        ids.append(None)
+        yield predictor.example([line.rstrip("\r\n")], f"{path}:{number}: "), None
   else:
     for number, record in own.records(path, "--input_file"):
-      row, row_id = predictor.row(record, columns, id_column, f"{path}:{number}: ")
-      rows.append(row)
-      ids.append(row_id)
-  if not rows:
-    raise ValueError(f"--input_file={path}: no rows in it")
-  return rows, ids
+      yield predictor.row(record, columns, id_column, f"{path}:{number}: ")
+
+
+def chunks(items: Iterator, size: int) -> Iterator[list]:
+  """`items` `size` at a time."""
+  while True:
+    chunk = list(itertools.islice(items, size))
+    if not chunk:
+      return
+    yield chunk
 
 
 def run(opts: PredictOptions) -> Dict[str, object]:
@@ -100,15 +113,24 @@ def run(opts: PredictOptions) -> Dict[str, object]:
                           "(choose a new file)")
   predictor = Predictor.load(opts.model, runtime=opts.runtime, dtype=opts.dtype,
                              quantization=opts.quantization, **dataclasses.asdict(opts.settings))
-  rows, ids = read_examples(opts.input_file, predictor, predictor.columns(opts.text_columns),
-                            opts.id_column)
-  start = time.time()
-  answers = predictor.predict(rows, progress=opts.progress)
-  seconds = time.time() - start
+  examples = read_examples(opts.input_file, predictor, predictor.columns(opts.text_columns),
+                           opts.id_column)
+  parts = chunks(examples, opts.chunk_rows)
+  first = next(parts, None)     # (a bad or missing first chunk: nothing made at all)
+  if first is None:
+    raise ValueError(f"--input_file={opts.input_file}: no rows in it")
   os.makedirs(os.path.dirname(os.path.abspath(opts.output_file)), exist_ok=True)
+  count, seconds = 0, 0.0
+  # A chunk at a time: read, answered (sorted by length within it), written in input order.
+  # The answers appear at --output_file when the last is written; until then they grow in
+  # <output_file>.tmp-<pid>, removed if the run stops on an error.
   with atomic_open(opts.output_file, encoding="utf-8") as f:
-    for index, (answer, row_id) in enumerate(zip(answers, ids)):
-      f.write(answer_line(index, row_id, answer))
-  print(f"Wrote {len(answers)} answers to {opts.output_file} ({len(answers) / seconds:.1f} "
-        "rows/s)")
-  return dict(rows=len(answers), seconds=seconds, rows_per_second=len(answers) / seconds)
+    for chunk in itertools.chain([first], parts):
+      start = time.time()
+      answers = predictor.predict([row for row, _ in chunk], progress=opts.progress)
+      seconds += time.time() - start
+      for answer, (_, row_id) in zip(answers, chunk):
+        f.write(answer_line(count, row_id, answer))
+        count += 1
+  print(f"Wrote {count} answers to {opts.output_file} ({count / seconds:.1f} rows/s)")
+  return dict(rows=count, seconds=seconds, rows_per_second=count / seconds)
