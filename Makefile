@@ -14,7 +14,6 @@ WORKERS ?= 3
 # first), not pytest-xdist's default of the most tests first, which can leave a long file
 # to start last while the other processes sit idle.
 PYTEST := $(BIN)/python -m pytest -q -rs --durations=10 -p no:cacheprovider $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
-export TF_CPP_MIN_LOG_LEVEL ?= 2
 # albert_tf's bytecode is cached (in __pycache__/, which git ignores), even where the
 # environment turns caching off: the ~60 Python processes a test run starts then each skip
 # compiling albert_tf's modules.

@@ -25,7 +25,9 @@ import warnings
 
 from absl import app, flags, logging
 
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # before TensorFlow is imported (by albert_tf)
+from albert_tf import console  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+console.hide_start_up()   # before TensorFlow is imported: its lines go to <output_dir>/log.txt
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TF imports tf_keras, not Keras 3 (1.7 s)
 ROOT = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_string("output_dir", None, "Where to write; default demo_output/run-<time>.")
@@ -128,8 +130,11 @@ def main(argv):
   if os.path.exists(out) and os.listdir(out):
     raise app.UsageError(f"--output_dir {out} exists and is not empty; choose another")
   os.makedirs(out, exist_ok=True)
+  console.keep_logs()       # (absl's lines into log.txt; shown if the user asked for them)
+  console.write_log(out)
+  if not console.quiet():
+    logging.set_verbosity(logging.WARNING)
   quick = FLAGS.quick
-  logging.set_verbosity(logging.WARNING)   # as the scripts run with --verbosity=-1
   warnings.filterwarnings("ignore")
   started = time.time()
   timings = {}
