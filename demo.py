@@ -61,11 +61,16 @@ def mrpc_flags(glue_dir: str, output_dir: str, train_step: int, seed: int, **mor
 # albert_tf/commands/table.py's.
 
 
+def command_line(flag_values: dict) -> list:
+  """The flags as a script takes them: --name=value, --name / --noname for booleans."""
+  return [(f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
+          for k, v in flag_values.items()]
+
+
 def _run(step: str, script: str, **flag_values) -> float:
   """Runs `script`'s command with these flags, printing its command line; returns the
   seconds taken."""
-  shown = [script] + [(f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
-                      for k, v in flag_values.items()]
+  shown = [script] + command_line(flag_values)
   print(f"\n== {step}\n$ python {' '.join(shlex.quote(c) for c in shown)}", flush=True)
   from albert_tf import cli  # pylint: disable=g-import-not-at-top
   from albert_tf.commands import table  # pylint: disable=g-import-not-at-top

@@ -62,9 +62,7 @@ def fine_tune(name: str, depth: int, seed: int, how: str) -> str:
   values = demo.mrpc_flags(
       os.path.join(FLAGS.demo_dir, "glue_data", "MRPC"), out, FLAGS.train_step, seed,
       num_hidden_layers=depth, progress=False, **HOW[how](FLAGS.demo_dir))
-  command = [sys.executable, os.path.join(HERE, "run_classifier.py")] + [
-      (f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
-      for k, v in values.items()]
+  command = [sys.executable, os.path.join(HERE, "run_classifier.py")] + demo.command_line(values)
   os.makedirs(os.path.dirname(out), exist_ok=True)
   with open(out + ".log", "w", encoding="utf-8") as log:
     subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True, cwd=HERE)
