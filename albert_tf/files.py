@@ -299,6 +299,19 @@ def read_text(path: str) -> str:
                      "the file as UTF-8") from None
 
 
+def text_lines(path: str) -> Iterator[str]:
+  """A UTF-8 text file's lines (with their endings), read one at a time; a line that is not
+  UTF-8 is a ValueError naming the file, line and column of the first bad byte (as
+  `read_text`)."""
+  with open(path, "rb") as f:
+    for number, data in enumerate(f, 1):
+      try:
+        yield data.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}:{e.start + 1}: not UTF-8 (byte "
+                         f"0x{data[e.start]:02x}); save the file as UTF-8") from None
+
+
 @contextlib.contextmanager
 def reading_checkpoint(prefix: str) -> Iterator[None]:
   """Turns the errors of reading a damaged checkpoint (a truncated .data file raises

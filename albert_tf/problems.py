@@ -17,7 +17,7 @@ training rows.
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -551,38 +551,66 @@ def natural_order(names) -> List[str]:
   return sorted(names)
 
 
-def decide(rows: Sequence, problem_type: str = AUTO, path: str = "the training file"
+# More distinct numeric labels than this, while deciding between regression and classes,
+# are not kept (a file of scores would keep every score).
+NUMERIC_NAMES_KEPT = 10000
+
+
+def decide(rows: Iterable, problem_type: str = AUTO, path: str = "the training file"
            ) -> Problem:
-  """The problem of the training rows (each with `label` and `line`): `problem_type`, or
-  (auto) multi-label when the labels are lists, regression when they are all numbers
-  and one is not an integer, else single-label. Labels are sorted naturally."""
+  """The problem of the training rows (each with `label` and `line`; read once, as they
+  come): `problem_type`, or (auto) multi-label when the labels are lists, regression when
+  they are all numbers and one is not an integer, else single-label. Labels are sorted
+  naturally."""
   if problem_type != AUTO and problem_type not in TYPES:
     raise ValueError(f"--problem_type={problem_type}: choose one of "
                      f"{', '.join((AUTO,) + tuple(TYPES))}")
-  lists = [isinstance(r.label, list) for r in rows]
-  if any(lists) and not all(lists):
-    mixed = rows[lists.index(not lists[0])]
-    raise ValueError(f"{path}:{mixed.line}: label {mixed.label!r} is "
-                     + ("a list" if isinstance(mixed.label, list) else "not a list")
-                     + f", unlike line {rows[0].line}'s {rows[0].label!r}: list labels "
-                     "(multi-label) and plain ones cannot be mixed")
-  if problem_type == AUTO:
-    numbers = [as_number(r.label) for r in rows] if not any(lists) else [None]
-    problem_type = (MULTI if any(lists) else REGRESSION if all(n is not None for n in numbers)
-                    and any(not n.is_integer() for n in numbers) else SINGLE)
-  kind = TYPES[problem_type]
-  names = set()
+  fixed = TYPES.get(problem_type)
+  first, names, numbers, fraction, too_many = None, set(), True, False, False
   for r in rows:
-    if kind is Regression:
-      kind([]).target(r.label, f"{path}:{r.line}")          # checks that it is a number
-    elif kind is SingleLabel and isinstance(r.label, list):
+    is_list = isinstance(r.label, list)
+    if first is None:
+      first = r
+    elif is_list != isinstance(first.label, list):
+      raise ValueError(f"{path}:{r.line}: label {r.label!r} is "
+                       + ("a list" if is_list else "not a list")
+                       + f", unlike line {first.line}'s {first.label!r}: list labels "
+                       "(multi-label) and plain ones cannot be mixed")
+    if fixed is Regression:
+      fixed([]).target(r.label, f"{path}:{r.line}")           # checks that it is a number
+      continue
+    if fixed is SingleLabel and is_list:
       raise ValueError(f"{path}:{r.line}: label {r.label!r} is a list, but "
                        "--problem_type=single_label_classification takes one label a row")
+    number = None if is_list else as_number(r.label)
+    if number is None:
+      numbers = False
+    elif not number.is_integer():
+      fraction = True
+    if numbers and fixed is None and len(names) >= NUMERIC_NAMES_KEPT:
+      too_many = True        # (scores, most likely: regression needs no names)
     else:
-      names.update(r.label if isinstance(r.label, list) else [label_name(r.label)])
-  return kind(natural_order(names))
+      names.update(r.label if is_list else [label_name(r.label)])
+  if first is None:
+    raise ValueError(f"{path}: no rows in it")
+  kind = fixed or (MultiLabel if isinstance(first.label, list) else
+                   Regression if numbers and fraction else SingleLabel)
+  if kind is not Regression and too_many:
+    raise ValueError(f"{path}: more than {NUMERIC_NAMES_KEPT} different whole-number labels; "
+                     "pass --problem_type=regression for scores, or fewer classes")
+  return kind(natural_order(names) if kind is not Regression else [])
 
 
 def targets(rows: Sequence, problem: Problem, path: str = "") -> List:
   """Each row's training target; a label the problem lacks names its line."""
   return [problem.target(r.label, f"{path}:{r.line}") for r in rows]
+
+
+def target_array(rows: Iterable, problem: Problem, path: str = "") -> np.ndarray:
+  """Each row's target, as `targets`, read as the rows come into a compact array: label
+  ids [N] (int64), scores [N] (float64), or multi-label 0/1 rows [N, C] (int8)."""
+  if problem.type == MULTI:
+    dtype = np.dtype((np.int8, (len(problem.labels),)))
+  else:
+    dtype = np.dtype(np.float64 if problem.type == REGRESSION else np.int64)
+  return np.fromiter((problem.target(r.label, f"{path}:{r.line}") for r in rows), dtype)

@@ -273,6 +273,27 @@ def _copy(files, tmp_path, **replace):
   return str(data)
 
 
+def test_the_training_file_is_surveyed_in_one_pass_as_the_lists_read_it(files, tmp_path):
+  """survey() reads the training sentences once, as they come (iter_sentences), and finds
+  the tags, scheme and character tagging the list functions find, for each scheme."""
+  train = os.path.join(files["data"], "train.txt")
+  sentences = ner.read_sentences(train)
+  found = ner.survey(ner.iter_sentences(train), train)
+  assert (found.labels, found.scheme, found.per_character, found.sentences) == (
+      ner.label_list(sentences), ner.detect_scheme(sentences), False, len(sentences))
+  for name, text, scheme in (("bioes", "Ann S-PER\n\nthe B-ORG\nUN E-ORG\n", "BIOES"),
+                             ("iob1", "Ann B-PER\n\nUN I-ORG\n", "IOB1"),
+                             ("chars", "中 B-LOC\n国 I-LOC\n", "IOB2")):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    lists = ner.read_sentences(str(tmp_path / name))
+    found = ner.survey(ner.iter_sentences(str(tmp_path / name)), name)
+    assert (found.labels, found.scheme) == (ner.label_list(lists), scheme)
+    assert found.scheme == ner.detect_scheme(lists)
+    assert found.per_character == (name == "chars")
+  with pytest.raises(FileNotFoundError, match="gone.txt not found"):
+    ner.iter_sentences(str(tmp_path / "gone.txt"))
+
+
 @pytest.mark.parametrize("split,text,message", [
     ("train", "EU NNP B-ORG\nrejects\n", r"train.txt:2: 'rejects' has no tag"),
     ("dev", "Paris NNP B-MISC\n", r"dev.txt:1: tag 'B-MISC' is not in the training set's tags"),

@@ -4,6 +4,7 @@ labels, and every bad input one error naming the file and line."""
 import json
 import os
 
+import numpy as np
 import pytest
 
 from albert_tf import problems
@@ -114,6 +115,60 @@ def test_bad_labels_are_one_error_naming_the_line(tmp_path):
     problems.decide(train, "multilabel")
   with pytest.raises(FileNotFoundError, match="--train_file=.*gone.csv not found"):
     own.read_rows(str(tmp_path / "gone.csv"), own.Columns(), flag="--train_file")
+
+
+def test_the_problem_and_targets_are_read_in_one_pass_of_rows_as_they_come(tmp_path):
+  """decide() and target_array() take the rows once, as a stream (a generator), and give
+  what the list gave; a bad row fails only when it is reached; numbers as labels are kept
+  as names up to a bound, past which only regression is possible."""
+  rows = own.read_rows(write(tmp_path / "t.csv", "text,label\na,b\nc,a\nd,b\n"), own.Columns())
+  streamed = problems.decide(own.iter_rows(str(tmp_path / "t.csv"), own.Columns()))
+  assert streamed == problems.decide(rows) and streamed.labels == ["a", "b"]
+  array = problems.target_array(iter(rows), streamed)
+  assert array.dtype == np.int64 and array.tolist() == problems.targets(rows, streamed)
+  multi = problems.decide(own.read_rows(jsonl(tmp_path / "m.jsonl", [
+      {"text": "a", "label": ["x", "y"]}, {"text": "b", "label": ["z"]}]), own.Columns()))
+  assert problems.target_array(own.iter_rows(str(tmp_path / "m.jsonl"), own.Columns()),
+                               multi).tolist() == [[1, 1, 0], [0, 0, 1]]
+  bad = write(tmp_path / "bad.jsonl", '{"text": "a", "label": "x"}\n{"text": 3, "label": "y"}\n')
+  rows = own.iter_rows(bad, own.Columns())          # (nothing read yet: no error)
+  assert next(rows).texts == ["a"]
+  with pytest.raises(ValueError, match=r"bad.jsonl:2: column 'text' is 3, not text"):
+    next(rows)
+  many = [own.Row(["t"], str(i), i, None, i + 2) for i in range(problems.NUMERIC_NAMES_KEPT + 5)]
+  with pytest.raises(ValueError, match=r"more than 10000 different whole-number labels; pass "
+                                       r"--problem_type=regression"):
+    problems.decide(iter(many))
+  many[-1].label = "0.5"
+  assert problems.decide(iter(many)).type == problems.REGRESSION
+
+
+def test_a_training_file_is_converted_without_holding_its_rows(model, tmp_path, monkeypatch):
+  """run_classifier.py reads a training file in passes, a row at a time (the problem, the
+  label counts of --class_weight, the features written to TFRecords): at no point does
+  memory hold more than a few of its 3,000 rows (counted as live `own.Row` objects while
+  the features are written). The counts and the records are the whole file's."""
+  import gc  # pylint: disable=import-outside-toplevel
+  from albert_tf.tasks import classification  # pylint: disable=import-outside-toplevel
+  rows = [dict(text=f"file {'path' if i % 5 == 0 else 'list'} {i}", label="rare" if i % 5 == 0
+               else "common") for i in range(3000)]
+  train = write_split(tmp_path / "train.csv", rows)
+  dev = write_split(tmp_path / "dev.csv", rows[:50])
+  live, features = [], classification.ClassifierRun.features
+
+  def counted(self, row, target):
+    if row.index % 1000 == 999:
+      live.append(sum(isinstance(o, own.Row) for o in gc.get_objects()))
+    return features(self, row, target)
+  monkeypatch.setattr(classification.ClassifierRun, "features", counted)
+  task = classification.ClassifierRun(own_options(
+      model, tmp_path / "run", train_file=train, dev_file=dev, do_eval=False,
+      do_predict=False, class_weight="balanced"))
+  assert len(live) == 3 and max(live) < 50, live
+  assert task.targets["train"].shape == (3000,)
+  assert task.loss_weights == pytest.approx((3000 / (2 * 2400), 3000 / (2 * 600)))
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  assert sum(1 for _ in tf.data.TFRecordDataset(task.records["train"])) == 3000
 
 
 # ----------------------------------------------------------------------------- learning

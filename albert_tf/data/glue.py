@@ -13,16 +13,14 @@ not one of the task's, raises an error naming the file and line.
 """
 
 import csv
-import io
 import dataclasses
 import os
-import re
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from absl import logging
 
-from albert_tf.files import read_text
+from albert_tf.files import text_lines
 
 csv.field_size_limit(sys.maxsize)
 
@@ -163,51 +161,74 @@ def split_path(data_dir: str, task: GlueTask, split: str) -> str:
 
 def read_examples(data_dir: str, task: GlueTask, split: str,
                   skip_malformed_rows: bool = False) -> List[InputExample]:
-  """Reads one split; errors (file:line) on rows with the wrong field count or an unknown label.
+  """`iter_examples`, in a list."""
+  return list(iter_examples(data_dir, task, split, skip_malformed_rows))
+
+
+def iter_examples(data_dir: str, task: GlueTask, split: str,
+                  skip_malformed_rows: bool = False, report: bool = True
+                  ) -> Iterator[InputExample]:
+  """Reads one split a row at a time (a missing file fails at once); errors (file:line) on
+  rows with the wrong field count or an unknown label.
 
   With `skip_malformed_rows`, rows with the wrong number of fields are
-  skipped with a warning instead (the original skipped QQP's few broken rows).
+  skipped with a warning instead (the original skipped QQP's few broken rows), and
+  counted at the end if `report`.
   """
   path = split_path(data_dir, task, split)
+  return _examples(path, task, split, skip_malformed_rows, report)
+
+
+def _kept_lines(lines: Iterator[str]) -> Iterator[str]:
+  """`lines` without the blank ones at the end (editors and `echo >>` leave them); a blank
+  line before another row is kept, and stays an error naming it."""
+  blank = []
+  for line in lines:
+    if not line.strip(" \r\n"):
+      blank.append(line)
+      continue
+    yield from blank
+    blank = []
+    yield line
+
+
+def _examples(path: str, task: GlueTask, split: str, skip_malformed_rows: bool,
+              report: bool) -> Iterator[InputExample]:
   spec = task.splits[split]
-  examples, skipped = [], 0
-  # Blank lines at the end (editors and `echo >>` leave them) are not rows; a blank
-  # line anywhere else stays an error naming it.
-  text = re.sub(r"(?:\r?\n[ \r]*)+\Z", "\n", read_text(path))
-  with io.StringIO(text, newline="") as f:
-    rows = csv.reader(f, delimiter="\t", quotechar=None)
-    want = spec.num_fields
-    for line, row in enumerate(rows, start=1):
-      if spec.header and line == 1:
-        want = len(row)
-        needed = max(abs(c) for c in (spec.text_a, spec.text_b, spec.label, spec.index)
-                     if c is not None) + 1
-        if want < needed:
-          raise ValueError(f"{path}:1: the header has {want} columns; {task.name} {split} "
-                           f"files have at least {needed} (is this the right file?)")
-        continue
-      if len(row) != want:
-        if skip_malformed_rows:
-          skipped += 1
+  found, skipped = 0, 0
+  rows = csv.reader(_kept_lines(text_lines(path)), delimiter="\t", quotechar=None)
+  want = spec.num_fields
+  for line, row in enumerate(rows, start=1):
+    if spec.header and line == 1:
+      want = len(row)
+      needed = max(abs(c) for c in (spec.text_a, spec.text_b, spec.label, spec.index)
+                   if c is not None) + 1
+      if want < needed:
+        raise ValueError(f"{path}:1: the header has {want} columns; {task.name} {split} "
+                         f"files have at least {needed} (is this the right file?)")
+      continue
+    if len(row) != want:
+      if skip_malformed_rows:
+        skipped += 1
+        if report:
           logging.warning("%s:%d: skipping a row with %d fields (expected %d)",
                           path, line, len(row), want)
-          continue
-        raise ValueError(f"{path}:{line}: expected {want} tab-separated fields, found {len(row)}"
-                         + ("" if task.name != "QQP" else
-                            " (pass --skip_malformed_rows to skip such rows as the original did)"))
-      label = None
-      if spec.label is not None:
-        label = row[spec.label].strip()
-        _check_label(task, label, path, line)
-      guid = row[spec.index] if spec.index is not None else f"{split}-{line - 1}"
-      examples.append(InputExample(guid, row[spec.text_a],
-                                   row[spec.text_b] if spec.text_b is not None else None,
-                                   label, line))
-  if skipped:
+        continue
+      raise ValueError(f"{path}:{line}: expected {want} tab-separated fields, found {len(row)}"
+                       + ("" if task.name != "QQP" else
+                          " (pass --skip_malformed_rows to skip such rows as the original did)"))
+    label = None
+    if spec.label is not None:
+      label = row[spec.label].strip()
+      _check_label(task, label, path, line)
+    guid = row[spec.index] if spec.index is not None else f"{split}-{line - 1}"
+    found += 1
+    yield InputExample(guid, row[spec.text_a], row[spec.text_b] if spec.text_b is not None
+                       else None, label, line)
+  if skipped and report:
     print(f"Skipped {skipped} malformed rows of {path}")
-  if not examples:
+  if not found:
     raise ValueError(f"{path} holds no examples")
-  return examples
 
 
 def _check_label(task: GlueTask, label: str, path: str, line: int) -> None:

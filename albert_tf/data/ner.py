@@ -15,10 +15,11 @@ sides (SQuAD's doc-stride rule), so predictions merge back to one tag per word.
 """
 
 import dataclasses
-from typing import Iterator, List, Optional, Sequence
+import os
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 from albert_tf.data.squad import max_context_windows
-from albert_tf.files import read_text
+from albert_tf.files import text_lines
 from albert_tf.text import packing
 
 DOCSTART = "-DOCSTART-"
@@ -35,18 +36,31 @@ class Sentence:
 
 
 def read_sentences(path: str) -> List[Sentence]:
-  """Every sentence of a CoNLL-style file, in order.
+  """Every sentence of a CoNLL-style file, in order (`iter_sentences`, in a list)."""
+  return list(iter_sentences(path))
 
-  Errors name `file:line`: a token line without a tag; and the file: no
-  sentence in it (empty, blank, or only `-DOCSTART-` lines).
+
+def iter_sentences(path: str) -> Iterator[Sentence]:
+  """Each sentence of a CoNLL-style file, in order, read as it is needed.
+
+  Errors name `file:line`: a token line without a tag; and the file: not found (at once),
+  or no sentence in it (empty, blank, or only `-DOCSTART-` lines).
   """
-  sentences, words, tags, lines, docstarts = [], [], [], [], 0
-  for number, line in enumerate(read_text(path).split("\n"), 1):
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{path} not found")
+  return _sentences(path)
+
+
+def _sentences(path: str) -> Iterator[Sentence]:
+  words, tags, lines, docstarts, found = [], [], [], 0, 0
+  for number, line in enumerate(text_lines(path), 1):
+    line = line.rstrip("\n")
     columns = line.split()
     if not columns or columns[0] == DOCSTART:
       docstarts += bool(columns)
       if words:
-        sentences.append(Sentence(words, tags, lines))
+        found += 1
+        yield Sentence(words, tags, lines)
         words, tags, lines = [], [], []
       continue
     if len(columns) < 2:
@@ -56,12 +70,36 @@ def read_sentences(path: str) -> List[Sentence]:
     tags.append(columns[-1])
     lines.append(number)
   if words:
-    sentences.append(Sentence(words, tags, lines))
-  if not sentences:
+    found += 1
+    yield Sentence(words, tags, lines)
+  if not found:
     what = "only -DOCSTART- lines" if docstarts else "no token lines"
     raise ValueError(f"{path}: no sentence in it ({what}); expected one token and its tag "
                      "per line, sentences separated by blank lines")
-  return sentences
+
+
+@dataclasses.dataclass
+class Survey:
+  """What a run reads off its training sentences in one pass: their tags (`label_list`'s
+  order), tag scheme (`detect_scheme`'s), whether every word is one character, and how
+  many sentences there are."""
+  labels: List[str]
+  scheme: str
+  per_character: bool
+  sentences: int
+
+
+def survey(sentences: Iterable[Sentence], path: str) -> Survey:
+  """The training sentences' `Survey`, each checked (`check_tags`) as it comes."""
+  tags, per_character, count, schemes = set(), True, 0, set()
+  for sentence in sentences:
+    check_tags([sentence], path)
+    tags.update(sentence.tags)
+    per_character = per_character and all(len(w) == 1 for w in sentence.words)
+    schemes.add(detect_scheme([sentence]))
+    count += 1
+  scheme = next((s for s in ("BIOES", "IOB1") if s in schemes), "IOB2")
+  return Survey(tag_order(tags), scheme, per_character, count)
 
 
 def split_tag(tag: str):
@@ -132,7 +170,12 @@ def entities(tags: Sequence[str], scheme: str) -> List[tuple]:
 def label_list(sentences: Sequence[Sentence]) -> List[str]:
   """The tags of the training sentences: O first, then the others sorted by type and
   prefix (B, I, E, S)."""
-  tags = {tag for sentence in sentences for tag in sentence.tags} - {"O"}
+  return tag_order({tag for sentence in sentences for tag in sentence.tags})
+
+
+def tag_order(tags: Iterable[str]) -> List[str]:
+  """`tags` in `label_list`'s order: O first, then by type and prefix (B, I, E, S)."""
+  tags = set(tags) - {"O"}
   order = {"B": 0, "I": 1, "E": 2, "S": 3}
   return ["O"] + sorted(tags, key=lambda t: (split_tag(t)[1], order[split_tag(t)[0]]))
 
@@ -187,16 +230,20 @@ def windows(sentence_index: int, pieces: Sequence[Sequence[int]], tag_ids: Seque
                  [1] * len(ids) + [0] * padding, [0] * max_seq_length, labels, words)
 
 
-def convert(sentences: Sequence[Sentence], labels: Sequence[str], tokenizer,
+def convert(sentences: Iterable[Sentence], labels: Sequence[str], tokenizer,
             max_seq_length: int, stride: int) -> List[Window]:
-  """Every sentence's windows, in order."""
+  """Every sentence's windows, in order (`iter_windows`, in a list)."""
+  return list(iter_windows(sentences, labels, tokenizer, max_seq_length, stride))
+
+
+def iter_windows(sentences: Iterable[Sentence], labels: Sequence[str], tokenizer,
+                 max_seq_length: int, stride: int) -> Iterator[Window]:
+  """Each sentence's windows, in order, made as the sentences come."""
   index = {tag: i for i, tag in enumerate(labels)}
-  out = []
   for s, sentence in enumerate(sentences):
     tag_ids = [index.get(t, IGNORED) for t in sentence.tags]
-    out.extend(windows(s, word_pieces(tokenizer, sentence.words), tag_ids, tokenizer,
-                       max_seq_length, stride))
-  return out
+    yield from windows(s, word_pieces(tokenizer, sentence.words), tag_ids, tokenizer,
+                       max_seq_length, stride)
 
 
 def merge_predictions(sentences: Sequence[Sentence], all_windows: Sequence[Window],

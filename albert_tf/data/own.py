@@ -56,12 +56,24 @@ def file_format(path: str, flag: str = "") -> str:
 
 def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = True
               ) -> List[Row]:
-  """Every row of `path`; a file without `columns.label` gives labels None, which only
-  `need_labels=False` (a test file, predicted) accepts."""
+  """Every row of `path` (`iter_rows`, in a list: for files that fit in memory)."""
+  return list(iter_rows(path, columns, flag, need_labels))
+
+
+def iter_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = True
+              ) -> Iterator[Row]:
+  """Each row of `path`, read as it is needed (memory holds one row, whatever the file's
+  size); a file without `columns.label` gives labels None, which only `need_labels=False`
+  (a test file, predicted) accepts. A missing file or format fails at once, a bad row
+  when it is reached."""
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{flag + '=' if flag else ''}{path} not found")
   suffix = file_format(path, flag)
-  rows, has_labels = [], None
+  return _rows(path, columns, suffix, flag, need_labels)
+
+
+def _rows(path, columns, suffix, flag, need_labels) -> Iterator[Row]:
+  has_labels, index = None, -1
   for index, (line, record) in enumerate(records(path, flag)):
     missing = [c for c in list(columns.text) + ([columns.id] if columns.id else [])
                if c not in record]
@@ -84,33 +96,40 @@ def read_rows(path: str, columns: Columns, flag: str = "", need_labels: bool = T
         raise ValueError(f"{path}:{line}: column {c!r} is {value!r}, not text")
       texts.append(value)
     label = _label(record[columns.label], columns, suffix, path, line) if labelled else None
-    rows.append(Row(texts, label, index, None if not columns.id else str(record[columns.id]),
-                    line))
-  if not rows:
+    yield Row(texts, label, index, None if not columns.id else str(record[columns.id]), line)
+  if index < 0:
     raise ValueError(f"{path}: no rows in it")
-  return rows
 
 
 def read_texts(path: str, columns: Columns, flag: str) -> List[Row]:
-  """The texts of a file without labels (a label column, if any, is not read): `.txt`,
-  one text per line, for a run of one text column; else CSV, TSV or JSON Lines with the
-  run's text columns."""
+  """`iter_texts`, in a list."""
+  return list(iter_texts(path, columns, flag))
+
+
+def iter_texts(path: str, columns: Columns, flag: str) -> Iterator[Row]:
+  """The texts of a file without labels (a label column, if any, is not read), one at a
+  time: `.txt`, one text per line, for a run of one text column; else CSV, TSV or JSON
+  Lines with the run's text columns."""
   if not path.lower().endswith(".txt"):
-    rows = read_rows(path, dataclasses.replace(columns, label="\0", id=None), flag,
+    rows = iter_rows(path, dataclasses.replace(columns, label="\0", id=None), flag,
                      need_labels=False)
-    return [dataclasses.replace(row, label=None) for row in rows]
+    return (dataclasses.replace(row, label=None) for row in rows)
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{flag}={path} not found")
   if len(columns.text) != 1:
     raise ValueError(f"{flag}={path}: a .txt file holds one text per line, but this run "
                      f"reads {len(columns.text)} ({', '.join(columns.text)}); use .csv, .tsv "
                      "or .jsonl")
+  return _lines(path, flag)
+
+
+def _lines(path, flag) -> Iterator[Row]:
+  index = -1
   with open(path, encoding="utf-8-sig") as f:
-    rows = [Row([text.rstrip("\r\n")], None, index, None, index + 1)
-            for index, text in enumerate(f)]
-  if not rows:
+    for index, text in enumerate(f):
+      yield Row([text.rstrip("\r\n")], None, index, None, index + 1)
+  if index < 0:
     raise ValueError(f"{flag}={path}: no rows in it")
-  return rows
 
 
 def records(path: str, flag: str = "") -> Iterator[Tuple[int, dict]]:

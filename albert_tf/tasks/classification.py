@@ -13,7 +13,7 @@ cross-entropy averaged over examples x labels, squared error.
 import dataclasses
 import math
 import os
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 from absl import logging
 import numpy as np
@@ -180,13 +180,19 @@ class ClassifierRun(FinetuningTask):
     self.splits = (["train"] if opts.do_train else []) \
         + (data.dev_splits if (opts.do_train or opts.do_eval) else []) \
         + (data.test_splits if opts.do_predict else [])
-    self.rows = data.read(opts, self.splits)
-    self.unlabeled = own.read_texts(opts.unlabeled_file, own.Columns(tuple(data.inputs)),
-                                    "--unlabeled_file") if opts.unlabeled_file and \
-        opts.do_train else []
+    # Each split is read as it is needed, a row at a time, in passes: the problem (its
+    # labels), the targets (a compact array: the loss weights, metrics and baselines), the
+    # features written to TFRecords, the test predictions. Memory holds no file's rows.
+    self.sources = data.sources(opts, self.splits)
+    self.unlabeled = None
+    if opts.unlabeled_file and opts.do_train:
+      columns, flag = own.Columns(tuple(data.inputs)), "--unlabeled_file"
+      own.iter_texts(opts.unlabeled_file, columns, flag)          # (a missing file: at once)
+      self.unlabeled = lambda: own.iter_texts(opts.unlabeled_file, columns, flag)
     self.problem, self.best_metric = data.problem, data.best_metric
-    self.targets = {split: problems.targets(rows, self.problem, data.path(opts, split))
-                    for split, rows in self.rows.items() if rows[0].label is not None}
+    self.targets = {split: problems.target_array(rows(), self.problem, data.path(opts, split))
+                    for split, rows in self.sources.items()
+                    if next(rows()).label is not None}
     multi = self.problem.type == problems.MULTI
     if (self.tune or opts.pos_weight != "none") and not multi:
       flag = "--multi_label_threshold=tune" if self.tune else f"--pos_weight={opts.pos_weight}"
@@ -272,31 +278,41 @@ class ClassifierRun(FinetuningTask):
     cache = opts.cached_dir or opts.output_dir
     os.makedirs(cache, exist_ok=True)
     self.records = {}
-    for split, rows in self.rows.items():
+    for split, rows in self.sources.items():
       path = os.path.join(cache, self.examples.features_key(opts, self.source.tokenizer, split)
                           + ".tf_record")
       if split == "train" and self.unlabeled:   # (and the unlabeled texts, mixed in)
         path = path[:-len(".tf_record")] + "_" + fingerprint(
             self.opts.seed, files=[self.opts.unlabeled_file]) + ".tf_record"
       if not os.path.exists(path):
-        targets = self.targets.get(split)
         self.cut = 0
-        examples = [(row, targets[i] if targets else None) for i, row in enumerate(rows)]
+        where = self.examples.path(opts, split)
+        labelled = split in self.targets
+        examples = ((row, self.problem.target(row.label, f"{where}:{row.line}") if labelled
+                     else None) for row in rows())
         if split == "train" and self.unlabeled:
-          examples += [(row, None) for row in self.unlabeled]
-          order = np.random.default_rng(self.opts.seed).permutation(len(examples))
-          write_records((dict(self.features(*examples[i]), labelled=float(i < len(rows)))
-                         for i in order), path)
-          print(f"train: {len(rows)} labelled rows and {len(self.unlabeled)} texts of "
+          texts = sum(1 for _ in self.unlabeled())
+          count = write_records(self.mixed(examples, len(self.targets["train"]), texts), path)
+          print(f"train: {len(self.targets['train'])} labelled rows and {texts} texts of "
                 f"{self.opts.unlabeled_file}, which the teacher answers")
         else:
-          write_records((self.features(*example) for example in examples), path)
-        logging.info("Wrote %d %s features to %s", len(examples), split, path)
+          count = write_records((self.features(*example) for example in examples), path)
+        logging.info("Wrote %d %s features to %s", count, split, path)
         if self.cut:
-          print(f"{split}: {self.cut} of {len(rows)} texts are longer than --max_windows="
+          print(f"{split}: {self.cut} of {count} texts are longer than --max_windows="
                 f"{self.long_text['max_windows']} windows and were cut to their first "
                 f"{self.long_text['max_windows']}")
       self.records[split] = path
+
+  def mixed(self, examples: Iterator, rows: int, texts: int) -> Iterator[Dict[str, object]]:
+    """The training rows' features and the unlabelled texts', `labelled` 1 and 0, in a
+    random interleaving (each file's order kept; `--seed`), read as they are written."""
+    unlabeled = ((row, None) for row in self.unlabeled())
+    pick = np.random.default_rng(self.opts.seed).permutation(
+        np.arange(rows + texts) < rows)                           # [rows + texts]: labelled?
+    for labelled in pick:
+      yield dict(self.features(*next(examples if labelled else unlabeled)),
+                 labelled=float(labelled))
 
   def features(self, row: own.Row, target) -> Dict[str, object]:
     """The original `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, a pair truncated
@@ -437,12 +453,11 @@ class ClassifierRun(FinetuningTask):
     """Every test split's predictions; returns how many rows were predicted."""
     count = 0
     for split in self.examples.test_splits:
-      rows = self.rows[split]
-      path = self.examples.write_predictions(self.opts.output_dir, split, rows,
-                                             self.split_logits(model, split),
-                                             self.threshold)
-      print(f"Wrote {len(rows)} predictions to {path}")
-      count += len(rows)
+      logits = self.split_logits(model, split)
+      path = self.examples.write_predictions(self.opts.output_dir, split,
+                                             self.sources[split](), logits, self.threshold)
+      print(f"Wrote {len(logits)} predictions to {path}")
+      count += len(logits)
     return count
 
   def export(self, model, weights: str) -> None:

@@ -21,7 +21,7 @@ true scores) is drawn for them.
 
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from albert_tf.training import metrics as metrics_lib
 
 PREDICTIONS = "test_predictions.jsonl"
 PICTURE = "best_checkpoint.png"
+Rows = Callable[[], Iterator[own.Row]]    # a split's rows, read anew at each call
 _SPLIT_FLAGS = dict(train="--train_file", dev="--dev_file", test="--test_file")
 
 
@@ -48,8 +49,9 @@ class Examples:
   test_splits: List[str]
   picture: bool = False         # draw best_checkpoint.png
 
-  def read(self, opts, splits: List[str]) -> Dict[str, List[own.Row]]:
-    """The rows of each split."""
+  def sources(self, opts, splits: List[str]) -> Dict[str, Rows]:
+    """Each split's rows, read anew at each call, one at a time (memory holds a row,
+    whatever the file's size); a missing file fails here. Decides the problem."""
     raise NotImplementedError
 
   def path(self, opts, split: str) -> str:
@@ -72,7 +74,7 @@ class Examples:
     """Dev metrics of a model that ignores the text, keyed as eval_results.txt shows them."""
     raise NotImplementedError
 
-  def write_predictions(self, output_dir: str, split: str, rows: List[own.Row],
+  def write_predictions(self, output_dir: str, split: str, rows: Iterable[own.Row],
                         logits: np.ndarray, threshold: float) -> str:
     """Writes the predictions of a test split; returns the file."""
     raise NotImplementedError
@@ -103,12 +105,19 @@ class GlueFiles(Examples):
     self.inputs = task.inputs
     self.dev_splits, self.test_splits = task.dev_splits, task.test_splits
 
-  def read(self, opts, splits):
-    rows = {}
-    for split in splits:
-      examples = glue.read_examples(opts.data_dir, self.task, split, opts.skip_malformed_rows)
-      rows[split] = [own.Row([e.text_a] + ([e.text_b] if e.text_b is not None else []),
-                             e.label, i, e.guid, e.line) for i, e in enumerate(examples)]
+  def sources(self, opts, splits):
+    return {split: self._source(opts, split) for split in splits}
+
+  def _source(self, opts, split) -> Rows:
+    self.path(opts, split)                                   # (a missing file: at once)
+    reported = []
+
+    def rows():
+      examples = glue.iter_examples(opts.data_dir, self.task, split, opts.skip_malformed_rows,
+                                    report=not reported)
+      reported.append(True)          # ("Skipped N malformed rows": on the first read only)
+      return (own.Row([e.text_a] + ([e.text_b] if e.text_b is not None else []), e.label, i,
+                      e.guid, e.line) for i, e in enumerate(examples))
     return rows
 
   def path(self, opts, split):
@@ -172,11 +181,10 @@ class OwnFiles(Examples):
     self.inputs = tuple(text_columns)
     self.dev_splits = ["dev"] if opts.dev_file else []
 
-  def read(self, opts, splits):
-    rows = {split: own.read_rows(self.path(opts, split), self.columns, _SPLIT_FLAGS[split],
-                                 need_labels=split != "test") for split in splits}
+  def sources(self, opts, splits):
+    rows = {split: self._source(opts, split) for split in splits}
     if "train" in rows:
-      self.problem = problems.decide(rows["train"], opts.problem_type, opts.train_file)
+      self.problem = problems.decide(rows["train"](), opts.problem_type, opts.train_file)
     else:
       earlier = runs.earlier(opts.output_dir)
       if earlier is None or not earlier.settings.problem_type:
@@ -195,6 +203,11 @@ class OwnFiles(Examples):
 
   def path(self, opts, split):
     return getattr(opts, f"{split}_file")
+
+  def _source(self, opts, split) -> Rows:
+    path, flag = self.path(opts, split), _SPLIT_FLAGS[split]
+    own.iter_rows(path, self.columns, flag)                  # (a missing file: at once)
+    return lambda: own.iter_rows(path, self.columns, flag, need_labels=split != "test")
 
   def write_labels(self, output_dir):
     """labels.txt, the labels in id order."""

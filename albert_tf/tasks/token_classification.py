@@ -74,16 +74,19 @@ class NerRun(FinetuningTask):
         + (["dev"] if opts.do_train or opts.do_eval else []) \
         + (["test"] if opts.do_predict else [])
     self.files = {split: _split_file(opts.data_dir, split) for split in self.splits}
-    self.sentences = {split: ner.read_sentences(path) for split, path in self.files.items()}
+    # The training file is read in passes, a sentence at a time (its tags, scheme and
+    # checks; then its windows, written to TFRecords): memory holds no file's sentences.
+    # Dev and test are kept, for seqeval's scores and the predictions' lines.
+    self.sentences = {split: ner.read_sentences(path) for split, path in self.files.items()
+                      if split != "train"}
     trained = runs.earlier_settings(opts.output_dir, runs.TaggerSettings)
-    if "train" in self.sentences or not trained.labels:
+    if "train" in self.files or not trained.labels:
       train = self.files.get("train") or _split_file(opts.data_dir, "train")
-      sentences = self.sentences.get("train") or ner.read_sentences(train)
-      ner.check_tags(sentences, train)
-      self.labels = ner.label_list(sentences)
-      self.scheme = ner.detect_scheme(sentences)
+      found = ner.survey(ner.iter_sentences(train), train)
+      self.labels, self.scheme = found.labels, found.scheme
+      self.train_sentences = found.sentences
       # Character tagging (the Chinese sets): what the serving export splits text into.
-      self.per_character = all(len(w) == 1 for s in sentences for w in s.words)
+      self.per_character = found.per_character
     else:   # evaluating, predicting or exporting with a trained run's tags
       self.labels, self.scheme = list(trained.labels), trained.tag_scheme
       self.per_character = trained.per_character
@@ -108,14 +111,18 @@ class NerRun(FinetuningTask):
     runs.write_labels(opts.output_dir, self.labels)
     self.windows, self.records = {}, {}
     for split in self.splits:
-      windows = ner.convert(self.sentences[split], self.labels, self.source.tokenizer,
-                            opts.max_seq_length, opts.doc_stride)
+      sentences = self.sentences.get(split) or ner.iter_sentences(self.files[split])
+      windows = ner.iter_windows(sentences, self.labels, self.source.tokenizer,
+                                 opts.max_seq_length, opts.doc_stride)
+      if split != "train":                       # (kept: they place the predicted tags)
+        windows = self.windows[split] = list(windows)
       path = os.path.join(opts.output_dir, f"ner_{split}.tf_record")
-      write_records((dict(input_ids=w.input_ids, input_mask=w.input_mask,
-                          segment_ids=w.segment_ids, label_ids=w.label_ids) for w in windows),
-                    path)
-      self.windows[split], self.records[split] = windows, path
-      print(f"{split}: {len(self.sentences[split])} sentences, {len(windows)} windows")
+      count = write_records((dict(input_ids=w.input_ids, input_mask=w.input_mask,
+                                  segment_ids=w.segment_ids, label_ids=w.label_ids)
+                             for w in windows), path)
+      self.records[split] = path
+      sentences = len(self.sentences[split]) if split != "train" else self.train_sentences
+      print(f"{split}: {sentences} sentences, {count} windows")
 
   # -- model
 
