@@ -1,8 +1,10 @@
 """Predictions on new text from a trained run: `Predictor.load(output_dir).predict(texts)`.
 
-A run is read through its owner, `albert_tf.runs.Run` (the task's model with the best
-checkpoint's weights, its tokenizer, labels and problem); a serving export (run_classifier.py
-or run_ner.py --export_dir) is loaded with `tf.saved_model.load`, as a server would.
+The path goes one way: the run's owner (`albert_tf.runs.answering_at`) hands over, in one
+call, everything the model answers with (`albert_tf.export.loading.Answering`: the model
+under its runtime and dtype, tokenizer, text inputs, problem, thresholds, windows), and
+this module only packs, batches and reads answers. A serving export (run_classifier.py or
+run_ner.py --export_dir) is loaded with `tf.saved_model.load`, as a server would.
 Examples are sorted by length into batches, each padded to its own longest, and the answers
 put back in input order, so short texts do not pay for long ones.
 
@@ -28,31 +30,23 @@ runs on the same kind of machine read it instead of measuring again.
 """
 
 import dataclasses
-import importlib
 import json
-import os
-import time
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import problems, runs
+from albert_tf import runs
 from albert_tf.data import squad
 from albert_tf.data.race import qa_text, pack_choice
-from albert_tf.export.loading import ServingRecord, export_record
-from albert_tf.files import atomic_open
-from albert_tf.export.onnx import inference_function
-from albert_tf.export.tagger import tagger_module
+from albert_tf.export.loading import Answering
+from albert_tf.export.runtimes import AUTO, DTYPES, QUANTIZATIONS, RUNTIMES
 from albert_tf.progress import progress_bar
 from albert_tf.text.packing import pack_texts, pack_windows, window_starts
-from albert_tf.text.tokenization import FullTokenizer
 
 Example = Union[str, Sequence, Dict[str, object]]
-RUNTIMES = ("tensorflow", "onnxruntime")
-AUTO = "auto"
-DTYPES = ("float32", "bfloat16")
-QUANTIZATIONS = ("none", "dynamic_int8")
+__all__ = ["AUTO", "DTYPES", "QUANTIZATIONS", "RUNTIMES", "Predictor", "Settings",
+           "answer_line"]
 
 
 @dataclasses.dataclass
@@ -68,29 +62,14 @@ class Settings:
 
 
 @dataclasses.dataclass(eq=False)
-class Predictor:
+class Predictor(Answering):
   """A run's (or a serving export's) model, ready to answer; see the module docstring.
 
-  kind: how the run answers (its kind's `answered_as`, one of ANSWERS). fields: what an example holds, in order.
-  forward: packed inputs (NumPy, named as the ONNX export's) -> named outputs (NumPy
-  float32), for a run's model; strings: sentences (string tensors) -> outputs, for a
-  serving export or a tagger. recorded: the kind's settings the run recorded. where: the
-  path, for messages.
+  What it answers with is its `Answering` (`albert_tf.export.loading`), handed over whole
+  by the run's owner (`runs.answering_at`); `settings`: how answers are made.
   """
-  kind: str
-  fields: List[str]
-  tokenizer: Optional[FullTokenizer]
-  recorded: runs.Settings
-  settings: Settings
-  where: str
-  forward: Optional[Callable] = None
-  strings: Optional[Callable] = None
-  problem: Optional[problems.Problem] = None
-  seq_length: int = 512
-  version_2: bool = False
-  # Names older albert_tf gave the same fields (runs.Run.legacy_inputs): accepted, noted once.
-  legacy: List[List[str]] = dataclasses.field(default_factory=list)
-  noted: bool = False
+  settings: Settings = dataclasses.field(default_factory=Settings)
+  noted: bool = False      # a legacy field name was noted once
 
   # ------------------------------------------------------------------------- loading
 
@@ -119,52 +98,12 @@ class Predictor:
                        "--runtime=onnxruntime")
     if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
       raise FileNotFoundError(f"{flag}={path} is not a directory")
-    if runs.Run.exists(path):
-      return cls._of_run(runs.Run.read(path, flag, kinds=runs.answering()), settings, runtime,
-                         dtype, quantization, load_model)
-    record = ServingRecord.of(export_record(path))
-    kind = runs.kind_of_export(record.kind) if tf.io.gfile.exists(
-        os.path.join(path, "saved_model.pb")) else None
-    if kind is not None and kind.answered_as in ANSWERS:
-      if runtime == AUTO:
-        print(f"--runtime=auto: tensorflow ({flag}={path} is a serving export, which runs "
-              "as it was saved)")
-        runtime = "tensorflow"
-      if runtime != "tensorflow" or dtype != "float32":
-        raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
-                         "(TensorFlow, float32); give its run directory for --runtime or --dtype")
-      return ANSWERS[kind.answered_as].of_export(cls, path, record, settings, load_model)
-    raise ValueError(f"{flag}={path} is neither a run directory (no {runs.RECORD}) nor an "
-                     "albert_tf serving export (saved_model.pb with albert_tf_export.json)")
-
-  @classmethod
-  def _of_run(cls, run: runs.Run, settings: Settings, runtime: str, dtype: str,
-              quantization: str, load_model: bool = True) -> "Predictor":
-    kind, tokenizer = ANSWERS[run.kind.answered_as], run.tokenizer()
-    forward = strings = None
-    if load_model and runtime != "tensorflow" and kind.own_graph:
-      why = (f"{run.path} is a {run.kind.script} run, which answers through its own "
-             "TensorFlow graph")
-      if runtime == "onnxruntime":
-        raise ValueError(f"{run.flag}={why}; --runtime=onnxruntime serves classifiers, SQuAD "
-                         "and RACE runs")
-      print(f"--runtime=auto: tensorflow ({why})")
-      runtime = "tensorflow"
-    if load_model and runtime == AUTO:
-      forward = auto_runtime(run)
-    elif load_model and runtime == "onnxruntime":
-      forward = onnx_forward(run, quantization)
-    elif load_model:
-      from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
-      with compute_dtype(dtype):
-        model = run.model()
-      forward = tensorflow_forward(model)
-      strings = kind.strings(run, model, tokenizer)
-    if settings.multi_label_threshold is None:
-      settings = dataclasses.replace(settings, multi_label_threshold=run.multi_label_threshold)
-    return cls(run.kind.answered_as, run.fields, tokenizer, run.settings, settings, run.path, forward,
-               strings, run.problem, run.max_seq_length, run.version_2,
-               run.legacy_inputs if run.kind.fields is None else [])
+    answering = runs.answering_at(path, flag, runtime, dtype, quantization, load_model)
+    if settings.multi_label_threshold is None:    # the run's or export's (tuned, or 0.5)
+      settings = dataclasses.replace(settings,
+                                     multi_label_threshold=answering.multi_label_threshold)
+    return cls(**{f.name: getattr(answering, f.name) for f in dataclasses.fields(Answering)},
+               settings=settings)
 
   # ------------------------------------------------------------------------- examples
 
@@ -295,7 +234,6 @@ class Predictor:
 class Answers:
   """A kind's pre- and post-processing around the runtime's forward: how an example is
   checked and measured, and how its answer is made."""
-  own_graph = False     # answers through its own TensorFlow graph, not a runtime's forward
 
   def check(self, values: Dict[str, object], where: str) -> None:
     """Checks an example's fields (by name); errors start with `where`."""
@@ -306,15 +244,6 @@ class Answers:
   def tokens(self, p: Predictor, values: Sequence[object]) -> int:
     return min(sum(p.count(v) for v in values) + 3, p.seq_length)
 
-  def strings(self, run: runs.Run, model, tokenizer) -> Optional[Callable]:
-    """The run's own graph from sentences, if the kind answers through one."""
-    del run, model, tokenizer
-    return None
-
-  def of_export(self, cls, path: str, record: ServingRecord, settings: Settings,
-                load_model: bool) -> Predictor:
-    raise ValueError(f"{path}: no serving export of this kind")
-
   def answer(self, p: Predictor, rows: List[list], progress: bool) -> List[dict]:
     raise NotImplementedError
 
@@ -322,26 +251,6 @@ class Answers:
 class Classifying(Answers):
   """run_classifier.py: the problem's answer of each example's logits, or of a serving
   export's outputs."""
-
-  def of_export(self, cls, path, record, settings, load_model):
-    if record.problem_type is None:
-      raise ValueError(f"--model={path} is a classifier export of an older albert_tf, which "
-                       "does not say its labels; export it again (run_classifier.py "
-                       "--export_dir), or give its run directory")
-    inputs = record.inputs
-    if settings.multi_label_threshold is None:     # the export's own (tuned, or 0.5)
-      settings = dataclasses.replace(settings,
-                                     multi_label_threshold=record.multi_label_threshold)
-    loaded = _load_export(path) if load_model else None
-    strings = None
-    if loaded is not None:
-      signature = loaded.signatures["serving_default"]
-      strings = lambda texts: signature(**dict(zip(inputs, texts)))
-    return cls("classification", list(inputs),
-               _export_tokenizer(path), runs.Settings(), settings, path, strings=strings,
-               problem=problems.Problem.of(record.problem_type, record.labels),
-               seq_length=record.seq_length,   # (older albert_tf read one input as `text`)
-               legacy=[["text"]] if len(inputs) == 1 and list(inputs) != ["text"] else [])
 
   def tokens(self, p, values):
     recorded = p.recorded
@@ -383,20 +292,6 @@ class Classifying(Answers):
 
 class Tagging(Answers):
   """run_ner.py: the entities its tagger's graph finds (windows, words, characters)."""
-  own_graph = True
-
-  def strings(self, run, model, tokenizer):
-    recorded = run.settings
-    return tagger_module(model, tokenizer, run.max_seq_length, recorded.doc_stride,
-                         run.labels, recorded.tag_scheme, recorded.per_character).__call__
-
-  def of_export(self, cls, path, record, settings, load_model):
-    loaded = _load_export(path) if load_model else None
-    # (A closure over the loaded object keeps its variables alive: its restored __call__
-    # alone does not, and once the object was collected every call failed.)
-    strings = (lambda texts: loaded(texts)) if loaded is not None else None
-    return cls("token_classification", ["text"], _export_tokenizer(path), runs.Settings(),
-               settings, path, strings=strings)
 
   def answer(self, p, rows, progress):
     sentences = [r[0] for r in rows]
@@ -509,158 +404,7 @@ ANSWERS = {"classification": Classifying(), "token_classification": Tagging(),
            "question_answering": Reading(), "multiple_choice": Choosing()}
 
 
-def _load_export(path: str):
-  importlib.import_module("tensorflow_text")   # registers the export's tokenizer ops
-  return tf.saved_model.load(path)
-
-
-def _export_tokenizer(path: str) -> Optional[FullTokenizer]:
-  """The FullTokenizer of a serving export's vocabulary asset."""
-  assets = os.path.join(path, "assets")
-  names = tf.io.gfile.listdir(assets) if tf.io.gfile.isdir(assets) else []
-  spm = [n for n in names if n.endswith(".model")]
-  words = [n for n in names if n.endswith(".txt")]
-  return (FullTokenizer(spm_model_file=_local(os.path.join(assets, spm[0]))) if spm else
-          FullTokenizer(vocab_file=_local(os.path.join(assets, words[0]))) if words else None)
-
-
-def _local(path: str) -> str:
-  """`path`, or a local copy of it when it is on another filesystem (gs://...)."""
-  if "://" not in path:
-    return path
-  import tempfile  # pylint: disable=g-import-not-at-top
-  copy = os.path.join(tempfile.mkdtemp(prefix="albert_tf_"), os.path.basename(path))
-  tf.io.gfile.copy(path, copy)
-  return copy
-
-
 def answer_line(index: int, row_id: Optional[str], answer: dict) -> str:
   """One line of predict.py's output: `index`, `id` if given, then the answer."""
   head = dict(index=index, **({"id": row_id} if row_id is not None else {}))
   return json.dumps(dict(head, **answer), ensure_ascii=False) + "\n"
-
-
-# --------------------------------------------------------------------------- runtimes
-
-def tensorflow_forward(model) -> Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]:
-  """The model's inference call (the graph its ONNX export is made of), NumPy in and out."""
-  function, spec, _ = inference_function(model)
-
-  def forward(batch):
-    outputs = function(*[tf.constant(batch[s.name], s.dtype) for s in spec])
-    return {k: (tf.cast(v, tf.float32) if v.dtype.is_floating else v).numpy()
-            for k, v in outputs.items()}
-  return forward
-
-
-def host_kind() -> str:
-  """The CPU, as a runtime's speed depends on it: `lscpu`'s model name, the vector and
-  matrix extensions TensorFlow and ONNX Runtime choose kernels by, the core count."""
-  name, present = "unknown CPU", set()
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and name == "unknown CPU":
-          name = value.strip()
-        elif key.strip() == "flags" and not present:
-          present = set(value.split())
-  except OSError:
-    pass
-  wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
-  return f"{name} ({' '.join(w for w in wanted if w in present)}), {os.cpu_count()} CPUs"
-
-
-def _runtime_record(run: runs.Run):
-  """(where `--runtime=auto` records its choice, what the choice holds for)."""
-  return (os.path.join(run.path, "onnx", "runtime.json"),
-          dict(host=host_kind(), weights=runs.weights_fingerprint(run.checkpoint)))
-
-
-def recorded_runtime(run: runs.Run) -> Optional[str]:
-  """The runtime `--runtime=auto` chose for this run's weights on this kind of CPU, or None
-  when it has not measured here (printed when found)."""
-  path, key = _runtime_record(run)
-  try:
-    with open(path, encoding="utf-8") as f:
-      recorded = json.load(f)
-  except (OSError, ValueError):
-    return None
-  if not (all(recorded.get(k) == v for k, v in key.items())
-          and recorded.get("runtime") in RUNTIMES):
-    return None
-  print(f"--runtime=auto: {recorded['runtime']}, as measured on this CPU before "
-        f"({recorded.get('reason')}; {path})")
-  return recorded["runtime"]
-
-
-def auto_runtime(run: runs.Run):
-  """The forward of `--runtime=auto`: the choice `<run>/onnx/runtime.json` records
-  for this CPU and these weights, or, when it records none, a forward that times TensorFlow
-  and ONNX Runtime on the first batch it is given, answers it with the faster, keeps that
-  one, and records the choice with its reason."""
-  recorded = recorded_runtime(run)
-  if recorded:
-    if recorded == "onnxruntime":
-      return onnx_forward(run)
-    return tensorflow_forward(run.model())
-  path, key = _runtime_record(run)
-  candidates = {"tensorflow": tensorflow_forward(run.model()), "onnxruntime": onnx_forward(run)}
-  chosen = []
-
-  def forward(batch):
-    if chosen:
-      return chosen[0](batch)
-    rows = len(next(iter(batch.values())))
-    seconds, outputs = {}, {}
-    for name, candidate in candidates.items():
-      outputs[name] = candidate(batch)           # first call: tracing, sessions warmed up
-      best = float("inf")
-      for _ in range(3):
-        started = time.perf_counter()
-        candidate(batch)
-        best = min(best, time.perf_counter() - started)
-      seconds[name] = best
-    name = min(seconds, key=seconds.get)
-    shape = "x".join(str(d) for d in np.shape(batch["input_word_ids"]))
-    reason = (f"{', '.join(f'{k} {rows / v:.1f} rows/s' for k, v in seconds.items())} on a "
-              f"batch of {shape} pieces")
-    print(f"--runtime=auto: {name} ({reason}); recorded in {path} for this CPU")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with atomic_open(path, encoding="utf-8") as f:
-      json.dump(dict(key, runtime=name, reason=reason,
-                     rows_per_second={k: rows / v for k, v in seconds.items()}), f, indent=2)
-    chosen.append(candidates[name])
-    return outputs[name]
-  return forward
-
-
-def onnx_file(run: runs.Run, quantization: str = "none") -> str:
-  """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), kept beside the run
-  (`runs.Run.kept`): written now if it is missing or was made from other weights."""
-  from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
-  name = "onnx/predict-int8.onnx" if quantization == "dynamic_int8" else "onnx/predict.onnx"
-  return run.kept(name, lambda path: write_onnx(
-      run.model(), path, run.tokenizer(), quantization, run.labels if run.problem else None,
-      overwrite=True, extra=run.export_metadata()), quantization, run.multi_label_threshold)
-
-
-def onnx_forward(run: runs.Run, quantization: str = "none"):
-  """`forward` under ONNX Runtime, on the run's ONNX export (`onnx_file`)."""
-  try:
-    import onnxruntime  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    raise ImportError("--runtime=onnxruntime needs ONNX Runtime and tf2onnx: pip install "
-                      "'albert_tf[onnx]'") from None
-  options = onnxruntime.SessionOptions()
-  options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-  session = onnxruntime.InferenceSession(onnx_file(run, quantization), options,
-                                         providers=["CPUExecutionProvider"])
-  inputs = {i.name: i.type for i in session.get_inputs()}
-  names = [o.name for o in session.get_outputs()]
-
-  def forward(batch):
-    feed = {k: batch[k].astype(np.float32 if "float" in inputs[k] else np.int32)
-            for k in inputs}
-    return dict(zip(names, session.run(names, feed)))
-  return forward

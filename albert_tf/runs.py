@@ -30,6 +30,8 @@ from albert_tf.data import glue, ner, own
 from albert_tf.files import (LOCK_NAME, atomic_open, fingerprint, lock_directory,
                              reading_checkpoint,
                              unlock_directory, write_json)
+from albert_tf.export import runtimes
+from albert_tf.export.loading import CLASSIFIER, TAGGER, Answering, serving_answering
 from albert_tf.formats.tf_hub import exported_encoder_variables
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -42,6 +44,7 @@ from albert_tf.training.trainer import BEST_PREFIX
 
 RECORD = "run_config.json"
 MADE_FROM = "made_from.json"   # what the exports kept in a run were made from
+SERVING = "serving"      # a classifier's or tagger's serving export, kept in its run directory
 DATA = "data"        # the record's where-the-training-data-was: not what makes it another run
 LABELS = "labels.txt"
 THRESHOLDS = "thresholds.txt"   # a multi-label run's tuned thresholds: label<TAB>threshold
@@ -153,6 +156,8 @@ class Kind:
   tasks: the task names its runs record (`run_config.json`'s "task", case-insensitive).
   answers: how `albert_tf.predictor` answers for it (the name of its `Answers`; None: the
     kind's own name).
+  graph: (run, model, tokenizer) -> sentences (string tensors) -> outputs, for a kind that
+    answers through its own TensorFlow graph (the tagger's), not a runtime's forward.
   command: (module, options class, the original's flags or None) of its training command,
     which `albert_tf.commands.table` lists as `script` without the `.py`.
 
@@ -171,6 +176,7 @@ class Kind:
   tasks: Tuple[str, ...] = ()
   answers: Optional[str] = None
   command: Optional[Tuple[str, str, Optional[str]]] = None
+  graph: Optional[Callable] = None
 
   @property
   def answered_as(self) -> str:
@@ -247,6 +253,13 @@ def _serve_tagger(run: "Run", model, path: str, record: dict) -> None:
                 record=record)
 
 
+def _tagger_graph(run: "Run", model, tokenizer: FullTokenizer) -> Callable:
+  from albert_tf.export.tagger import tagger_module  # pylint: disable=g-import-not-at-top
+  settings = run.settings
+  return tagger_module(model, tokenizer, run.max_seq_length, settings.doc_stride, run.labels,
+                       settings.tag_scheme, settings.per_character).__call__
+
+
 def _classifier_texts(run: "Run", path: str) -> List[List[str]]:
   """A classifier's examples in `path`: a GLUE run's data directory (its train.tsv), a .txt
   file (a text a line), or a CSV, TSV or JSONL file's text columns (the run's own)."""
@@ -286,15 +299,16 @@ def _tagger_texts(run: "Run", path: str) -> List[List[str]]:
 KINDS = {
     "classification": Kind(
         "classification", "run_classifier.py",
-        _classifier, ClassifierSettings, None, _lite_classifier, _classifier_texts, "classifier",
+        _classifier, ClassifierSettings, None, _lite_classifier, _classifier_texts, CLASSIFIER,
         _serve_classifier, tasks=("classification", *(t.name for t in glue.TASKS.values())),
         command=("albert_tf.tasks.classification", "ClassifierOptions", "ORIGINAL_FLAGS")),
     "token_classification": Kind(
         "token_classification", "run_ner.py",
         lambda encoder, run: AlbertTokenClassifier(encoder, len(run.labels),
                                                    dropout_rate=run.dropout),
-        TaggerSettings, ("text",), _lite_tagger, _tagger_texts, "tagger", _serve_tagger,
-        tasks=("NER",), command=("albert_tf.tasks.token_classification", "NerOptions", None)),
+        TaggerSettings, ("text",), _lite_tagger, _tagger_texts, TAGGER, _serve_tagger,
+        tasks=("NER",), command=("albert_tf.tasks.token_classification", "NerOptions", None),
+        graph=_tagger_graph),
     "multiple_choice": Kind(
         "multiple_choice", "run_race.py",
         lambda encoder, run: AlbertMultipleChoice(encoder, dropout_rate=run.dropout),
@@ -317,12 +331,6 @@ KINDS = {
 def answering() -> List[str]:
   """The kinds that answer new text (`albert_tf.predictor`): all but pretraining."""
   return [name for name, kind in KINDS.items() if kind.fields != ()]
-
-
-def kind_of_export(export_kind: Optional[str]) -> Optional[Kind]:
-  """The kind of a serving export, from the kind its record (albert_tf_export.json)
-  says, or None."""
-  return next((k for k in KINDS.values() if k.export and export_kind == k.export), None)
 
 
 def kind_of(task: str) -> Optional[Kind]:
@@ -648,6 +656,99 @@ class Run:
                        "TFLite signature")
     return self.kind.lite(self.model(), self, seq_length or self.max_seq_length,
                           tokenizer or self.tokenizer())
+
+
+  # -- what it answers with
+
+  def answering(self, runtime: str = "tensorflow", dtype: str = "float32",
+                quantization: str = "none", load_model: bool = True) -> Answering:
+    """Everything the run answers new text with, in one piece (`albert_tf.predictor`): its
+    model under `runtime` (`runtimes.RUNTIMES`, or `AUTO`: `forward_of_auto`) in `dtype`,
+    or its kind's own graph; its tokenizer, fields, problem, thresholds and recorded
+    settings (windows, strides). `load_model=False`: all but the model."""
+    kind, tokenizer = self.kind, self.tokenizer()
+    forward = strings = None
+    if load_model and runtime != "tensorflow" and kind.graph is not None:
+      why = f"{self.path} is a {kind.script} run, which answers through its own TensorFlow graph"
+      if runtime == "onnxruntime":
+        raise ValueError(f"{self.flag}={why}; --runtime=onnxruntime serves classifiers, SQuAD "
+                         "and RACE runs")
+      print(f"--runtime=auto: tensorflow ({why})")
+      runtime = "tensorflow"
+    if load_model and runtime == runtimes.AUTO:
+      forward = self.forward_of_auto()
+    elif load_model and runtime == "onnxruntime":
+      forward = runtimes.onnx_forward(self.onnx_file(quantization))
+    elif load_model:
+      from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
+      with compute_dtype(dtype):
+        model = self.model()
+      if kind.graph is not None:
+        strings = kind.graph(self, model, tokenizer)
+      else:
+        forward = runtimes.tensorflow_forward(model)
+    return Answering(kind.answered_as, self.fields, tokenizer, self.path, self.settings,
+                     forward, strings, self.problem, self.max_seq_length, self.version_2,
+                     self.legacy_inputs if kind.fields is None else [],
+                     self.multi_label_threshold)
+
+  def _runtime_record(self):
+    """(where `--runtime=auto` records its choice, what the choice holds for)."""
+    return (os.path.join(self.path, "onnx", "runtime.json"),
+            dict(host=runtimes.host_kind(), weights=weights_fingerprint(self.checkpoint)))
+
+  def recorded_runtime(self) -> Optional[str]:
+    """The runtime `--runtime=auto` chose for these weights on this kind of CPU, or None
+    when it has not measured here."""
+    return runtimes.recorded_choice(*self._runtime_record())
+
+  def forward_of_auto(self) -> runtimes.Forward:
+    """`--runtime=auto`: the runtime `<run>/onnx/runtime.json` records for this CPU and
+    these weights, or, when it records none, TensorFlow and ONNX Runtime timed on the
+    first batch, the faster kept and recorded (`runtimes.measured_choice`)."""
+    recorded = self.recorded_runtime()
+    if recorded == "onnxruntime":
+      return runtimes.onnx_forward(self.onnx_file())
+    if recorded:
+      return runtimes.tensorflow_forward(self.model())
+    return runtimes.measured_choice(
+        {"tensorflow": runtimes.tensorflow_forward(self.model()),
+         "onnxruntime": runtimes.onnx_forward(self.onnx_file())}, *self._runtime_record())
+
+  def onnx_file(self, quantization: str = "none") -> str:
+    """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), kept beside the
+    run (`kept`): written now if it is missing or was made from other weights."""
+    from albert_tf.export.onnx import write_onnx  # pylint: disable=g-import-not-at-top
+    name = "onnx/predict-int8.onnx" if quantization == "dynamic_int8" else "onnx/predict.onnx"
+    return self.kept(name, lambda path: write_onnx(
+        self.model(), path, self.tokenizer(), quantization,
+        self.labels if self.problem else None, overwrite=True,
+        extra=self.export_metadata()), quantization, self.multi_label_threshold)
+
+  def serving_export(self) -> str:
+    """The run's raw-text serving export (`<run>/serving`, kept beside the run) if its kind
+    has one (made again when its thresholds are tuned), else the run's own directory."""
+    if self.kind.serving is None:
+      return self.path
+    return self.kept(SERVING, lambda path: self.kind.serving(self, self.model(), path,
+                                                             dict(output_dir=self.path)),
+                     self.multi_label_threshold)
+
+
+def answering_at(path: str, flag: str = "--model", runtime: str = "tensorflow",
+                 dtype: str = "float32", quantization: str = "none",
+                 load_model: bool = True) -> Answering:
+  """What the run directory, or albert_tf serving export, in `path` answers with
+  (`Run.answering`, `serving_answering`); errors name `flag`. A serving export runs as
+  it was saved (TensorFlow, float32)."""
+  if Run.exists(path):
+    return Run.read(path, flag, kinds=answering()).answering(runtime, dtype, quantization,
+                                                             load_model)
+  served = serving_answering(path, flag, runtime, dtype, load_model)
+  if served is not None:
+    return served
+  raise ValueError(f"{flag}={path} is neither a run directory (no {RECORD}) nor an "
+                   "albert_tf serving export (saved_model.pb with albert_tf_export.json)")
 
 
 def _read(model, checkpoint: str) -> None:

@@ -457,7 +457,6 @@ def tagger_run(start, tmp_path):
   --do_predict on the realistic texts split into words as its serving export splits them:
   (the run, its serving signature, the texts, their words, --do_predict's tags of each
   word)."""
-  from albert_tf.commands import predict_beam  # pylint: disable=import-outside-toplevel
   from albert_tf.tasks import token_classification  # pylint: disable=import-outside-toplevel
   from albert_tf.text.preprocessing import word_spans  # pylint: disable=import-outside-toplevel
   from common import write_conll  # pylint: disable=import-outside-toplevel
@@ -478,7 +477,7 @@ def tagger_run(start, tmp_path):
       do_predict=True, num_hidden_layers=1))   # (ALBERT lite: the 2-pass block applied once)
   assert runs.Run.read(str(run)).config.num_hidden_layers == 1
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-  serve = tf.saved_model.load(predict_beam.serving_model(str(run))).signatures[
+  serve = tf.saved_model.load(runs.Run.read(str(run)).serving_export()).signatures[
       "serving_default"]
   served = {k: v.numpy() for k, v in serve(sentences=tf.constant(texts)).items()}
   assert [[w.decode() for w in served["words"][i][:served["num_words"][i]]]

@@ -162,7 +162,7 @@ def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topic
   one on another CPU measures again. The answers are float32 TensorFlow's within 1e-5
   whichever it takes."""
   import shutil  # pylint: disable=import-outside-toplevel
-  from albert_tf import predictor  # pylint: disable=import-outside-toplevel
+  from albert_tf.export import runtimes  # pylint: disable=import-outside-toplevel
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
   run = tmp_path / "topics"
   shutil.copytree(topics_run, run)
@@ -177,7 +177,7 @@ def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topic
   rates = record["rows_per_second"]
   assert set(rates) == {"tensorflow", "onnxruntime"} and min(rates.values()) > 0
   assert record["runtime"] == max(rates, key=rates.get)
-  assert record["host"] == predictor.host_kind()
+  assert record["host"] == runtimes.host_kind()
   assert record["weights"] == runs.weights_fingerprint(runs.Run.read(str(run)).checkpoint)
   printed = capsys.readouterr().out
   assert f"--runtime=auto: {record['runtime']} (tensorflow " in printed, printed
@@ -196,7 +196,7 @@ def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topic
 
   record_file.write_text(json.dumps(dict(record, host="another CPU")))
   Predictor.load(str(run), batch_size=3, runtime="auto").predict(TEXTS[:3])
-  assert json.loads(record_file.read_text())["host"] == predictor.host_kind()
+  assert json.loads(record_file.read_text())["host"] == runtimes.host_kind()
   with pytest.raises(ValueError, match="--dtype=bfloat16 is TensorFlow's"):
     Predictor.load(str(run), runtime="auto", dtype="bfloat16")
 

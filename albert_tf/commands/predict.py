@@ -70,18 +70,29 @@ class PredictOptions(BeamFlags, Checked):
                     self.max_answer_length, self.null_score_diff_threshold)
 
 
-def read_examples(path: str, predictor: Predictor, columns: List[str],
-                  id_column: Optional[str]) -> Iterator[Tuple[list, Optional[str]]]:
-  """(each row's fields, its id or None) from the input file, in order, checked, read as
-  they are needed; an error names `path:line` (a missing file or a .txt for several fields:
-  at once)."""
+def read_chunks(path: str, predictor: Predictor, columns: List[str], id_column: Optional[str],
+                size: int) -> Iterator[List[Tuple[list, Optional[str]]]]:
+  """The input file `size` rows at a time, in order: (each row's fields, its id or None),
+  checked, read as they are needed; an error names `path:line` (a missing file or a .txt
+  for several fields: at once)."""
   if not os.path.isfile(path):
     raise FileNotFoundError(f"--input_file={path} not found")
   if path.lower().endswith(".txt") and len(columns) != 1:
     raise ValueError(f"--input_file={path}: a .txt file holds one text per line, but this "
                      f"run reads {len(columns)} fields ({', '.join(columns)}); use .csv, "
                      ".tsv or .jsonl")
-  return _rows(path, predictor, columns, id_column)
+  return _chunks(path, predictor, columns, id_column, size)
+
+
+def _chunks(path, predictor, columns, id_column, size) -> Iterator[list]:
+  chunk = []
+  for row in _rows(path, predictor, columns, id_column):
+    chunk.append(row)
+    if len(chunk) == size:
+      yield chunk
+      chunk = []
+  if chunk:
+    yield chunk
 
 
 def _rows(path, predictor, columns, id_column) -> Iterator[Tuple[list, Optional[str]]]:
@@ -94,15 +105,6 @@ def _rows(path, predictor, columns, id_column) -> Iterator[Tuple[list, Optional[
       yield predictor.row(record, columns, id_column, f"{path}:{number}: ")
 
 
-def chunks(items: Iterator, size: int) -> Iterator[list]:
-  """`items` `size` at a time."""
-  while True:
-    chunk = list(itertools.islice(items, size))
-    if not chunk:
-      return
-    yield chunk
-
-
 def run(opts: PredictOptions) -> Dict[str, object]:
   """What predict.py does: reads the run and the input, answers, writes; returns counts."""
   if opts.runner:
@@ -113,9 +115,8 @@ def run(opts: PredictOptions) -> Dict[str, object]:
                           "(choose a new file)")
   predictor = Predictor.load(opts.model, runtime=opts.runtime, dtype=opts.dtype,
                              quantization=opts.quantization, **dataclasses.asdict(opts.settings))
-  examples = read_examples(opts.input_file, predictor, predictor.columns(opts.text_columns),
-                           opts.id_column)
-  parts = chunks(examples, opts.chunk_rows)
+  parts = read_chunks(opts.input_file, predictor, predictor.columns(opts.text_columns),
+                      opts.id_column, opts.chunk_rows)
   first = next(parts, None)     # (a bad or missing first chunk: nothing made at all)
   if first is None:
     raise ValueError(f"--input_file={opts.input_file}: no rows in it")

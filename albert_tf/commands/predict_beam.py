@@ -32,9 +32,8 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
 from albert_tf import runs
 from albert_tf.data import own, pipeline
 from albert_tf.data.pipeline import Chunk, chunk_lines, count_chunk, is_row
-from albert_tf.predictor import AUTO, Predictor, answer_line, onnx_file, recorded_runtime
-
-SERVING = "serving"      # a classifier's or tagger's serving export, in its run directory
+from albert_tf.export.runtimes import AUTO
+from albert_tf.predictor import Predictor, answer_line
 
 
 class ReadRows(beam.DoFn):
@@ -200,20 +199,6 @@ def outputs(output_file: str, num_shards: int) -> Tuple[str, List[str], str]:
           f"{prefix}-errors.jsonl")
 
 
-def serving_model(model: str) -> str:
-  """What the workers load: a serving export as given; the serving export of a run whose
-  kind has one (`<run>/serving`, kept beside the run: `runs.Run.kept`); any other run
-  itself."""
-  if not runs.Run.exists(model):
-    return model
-  run = runs.Run.read(model, "--model", kinds=runs.answering())
-  if run.kind.serving is None:
-    return run.path
-  return run.kept(SERVING, lambda path: run.kind.serving(run, run.model(), path,
-                                                         dict(output_dir=run.path)),
-                  run.multi_label_threshold)     # (made again when thresholds are tuned)
-
-
 def run(opts) -> Dict[str, object]:
   """predict.py with --runner: `opts` are its PredictOptions."""
   import time  # pylint: disable=g-import-not-at-top
@@ -226,24 +211,27 @@ def run(opts) -> Dict[str, object]:
     raise FileNotFoundError(f"--input_file={opts.input_file} not found")
   suffix = "txt" if opts.input_file.lower().endswith(".txt") else own.file_format(
       opts.input_file, "--input_file")
+  run = runs.Run.read(opts.model, "--model", kinds=runs.answering()) \
+      if runs.Run.exists(opts.model) else None
   runtime = opts.runtime
   if runtime == AUTO:   # decided here, once: every worker then runs the same
-    runtime = runs.Run.exists(opts.model) and recorded_runtime(
-        runs.Run.read(opts.model, "--model"))
+    runtime = run is not None and run.recorded_runtime()
     if not runtime:
       runtime = "tensorflow"
       print("--runtime=auto: tensorflow (no choice measured on this CPU for this run; "
             "predict.py --runtime=auto without --runner measures and records one)")
   choices = dict(runtime=runtime, dtype=opts.dtype, quantization=opts.quantization)
   if runtime == "tensorflow" and opts.dtype == "float32":
-    model = serving_model(opts.model)
+    # What the workers load: a serving export as given; a run's (kept beside it), if its
+    # kind has one; any other run itself.
+    model = run.serving_export() if run is not None else opts.model
   else:     # the workers read the run itself; its ONNX export, if any, is made here once
-    if not runs.Run.exists(opts.model):
+    if run is None:
       raise ValueError(f"--model={opts.model}: --runtime and --dtype need a run directory "
                        "(a serving export runs as it was saved)")
-    model = opts.model
+    model = run.path
     if runtime == "onnxruntime":
-      onnx_file(runs.Run.read(model, "--model"), opts.quantization)
+      run.onnx_file(opts.quantization)
   # Rows are read as the run reads them (its own text columns), whatever the workers load.
   reader = Predictor.load(opts.model, load_model=False, **choices)
   columns = reader.columns(opts.text_columns)

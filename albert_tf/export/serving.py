@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow.python.saved_model import save_context  # pylint: disable=g-direct-tensorflow-import
 
 from albert_tf import problems
-from albert_tf.export.loading import EXPORT_RECORD
+from albert_tf.export.loading import CLASSIFIER, EXPORT_RECORD
 from albert_tf.export.tf_hub import attach_vocabulary, atomic_export
 from albert_tf.modeling.layers.dropout import random_generators
 from albert_tf.modeling.tracing import inference_only
@@ -100,7 +100,7 @@ def export_classifier(model, export_path: str, tokenizer: FullTokenizer, seq_len
                                 autograph=False)
       others[LEGACY_SIGNATURE] = root.legacy
     save_serving(root, saved, staging, tokenizer, dict(
-        kind="classifier", problem_type=problem.type, labels=list(labels or []),
+        kind=CLASSIFIER, problem_type=problem.type, labels=list(labels or []),
         inputs=list(inputs), seq_length=seq_length,
         multi_label_threshold=multi_label_threshold,
         **({"legacy_inputs": list(legacy)} if others else {}), **(record or {})), others)

@@ -26,6 +26,7 @@ from typing import Dict, Sequence
 import tensorflow as tf
 
 from albert_tf.data import ner
+from albert_tf.export.loading import TAGGER
 from albert_tf.export.serving import save_serving
 from albert_tf.export.tf_hub import atomic_export
 from albert_tf.modeling.layers.dropout import random_generators
@@ -201,6 +202,6 @@ def export_tagger(model, export_path: str, tokenizer: FullTokenizer, seq_length:
   with atomic_export(export_path, overwrite) as (saved, staging):
     root = tagger_module(model, tokenizer, seq_length, stride, labels, scheme, per_character)
     save_serving(root, saved, staging, tokenizer,
-                 dict(kind="tagger", labels=list(labels), tag_scheme=scheme,
+                 dict(kind=TAGGER, labels=list(labels), tag_scheme=scheme,
                       per_character=per_character, **(record or {})))
   return export_path
