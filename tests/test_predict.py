@@ -1,6 +1,7 @@
 """predict.py and albert_tf.Predictor: a run's answers for new text, in input order,
 read through the run's owner (albert_tf.runs), each batch padded to its own longest."""
 
+import errno
 import json
 
 import numpy as np
@@ -226,6 +227,36 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
   # (in a later chunk than the first, after answers were written: none is left)
   refused(_write_rows(tmp_path / "c.jsonl", [good, good, dict(id="c", text=3)]),
           r"c.jsonl:3: 'text' is 3, not text", chunk_rows=1)
+  # A disk that fills after the first chunk's answers: one WriteFailed naming the output,
+  # and nothing left (the answers grew in <output>.tmp-<pid>, removed).
+  from albert_tf import files  # pylint: disable=import-outside-toplevel
+
+  class Filling:
+    def __init__(self, f):
+      self.f, self.writes = f, 0
+
+    def __getattr__(self, name):
+      return getattr(self.f, name)
+
+    def __enter__(self):
+      return self
+
+    def __exit__(self, *exc):
+      self.f.close()
+
+    def write(self, text):
+      self.writes += 1
+      if self.writes > 1:
+        raise OSError(errno.ENOSPC, "No space left on device")
+      return self.f.write(text)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(files, "open", lambda *a, **k: Filling(open(*a, **k)), raising=False)
+    with pytest.raises(files.WriteFailed, match=r"cannot write .*never.jsonl: No space left on device") as failed:
+      predict.run(predict.PredictOptions(
+          model=str(topics_run), input_file=_write_rows(tmp_path / "e.jsonl", [good] * 3),
+          output_file=str(tmp_path / "never.jsonl"), progress=False, chunk_rows=1))
+  assert failed.value.exit_code == 1 and "\n" not in str(failed.value)
+  assert not list(tmp_path.glob("never.jsonl*"))
   refused(_write_rows(tmp_path / "d.jsonl", [good]), r"d.jsonl:1: no column 'key'",
           id_column="key")
   (tmp_path / "not_a_run").mkdir()
