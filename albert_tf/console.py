@@ -108,6 +108,13 @@ def keep_logs() -> None:
   _state["stream"].seek(0, io.SEEK_END)
   absl_logging.get_absl_handler().python_handler.stream = _state["stream"]
   logging.captureWarnings(True)
+  # TensorFlow gives its logger a console handler of its own when it first logs before
+  # absl's handler is on the root ("INFO:tensorflow:Assets written to: ..." on a save):
+  # removed, its lines reach the root's, and log.txt, as every other logger's do.
+  tf_logger = logging.getLogger("tensorflow")
+  for handler in list(tf_logger.handlers):
+    if getattr(handler, "stream", None) in (sys.stderr, sys.stdout, sys.__stderr__):
+      tf_logger.removeHandler(handler)
 
 
 def write_log(directory: str) -> Optional[str]:

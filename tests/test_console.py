@@ -18,6 +18,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CPP = re.compile(r"^\d{4}-\d\d-\d\d .*: [IWE] ", re.M)     # TensorFlow's C++ log format
 ABSL = re.compile(r"^[IWE]\d{4} ", re.M)                   # absl's (Python's and C++'s)
+PYLOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR):[\w.]+:", re.M)  # Python logging's default
 
 
 def _script(*args, **env):
@@ -53,12 +54,14 @@ def test_a_run_and_predict_print_their_own_lines_and_log_the_rest(model, tmp_pat
                       f"--output_dir={run}", f"--albert_config_file={model['config']}",
                       f"--init_checkpoint={model['init']}", f"--spm_model_file={model['spm']}",
                       "--do_train", "--do_eval", "--train_step=2", "--save_checkpoints_steps=2",
-                      "--max_seq_length=16", "--train_batch_size=8")
+                      "--max_seq_length=16", "--train_batch_size=8",
+                      f"--export_dir={tmp_path / 'serving'}")    # (TensorFlow logs a save)
   assert done.returncode == 0, out[-3000:]
-  assert not CPP.search(out) and not ABSL.search(out), out
+  assert not CPP.search(out) and not ABSL.search(out) and not PYLOG.search(out), out
   assert "step 2 dev: accuracy" in out and "Best dev accuracy" in out and "eval: " in out
   log = (run / "log.txt").read_text(encoding="utf-8")
   assert re.search(r"^I\d{4} .*Wrote 64 train features", log, re.M), log[:2000]
+  assert re.search(r"^I\d{4} .*Assets written to", log, re.M), log[:2000]
 
   answers = tmp_path / "answers.jsonl"
   done, out = _script("predict.py", f"--model={run}", f"--input_file={data}",
