@@ -16,6 +16,7 @@ three, so that no other module compares problem-type names:
 training rows.
 """
 
+import collections
 import dataclasses
 from typing import ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -122,8 +123,15 @@ class Problem:
     al. and DistilBERT do)."""
     raise NotImplementedError
 
-  def loss_weights(self, train: np.ndarray, how: str) -> Optional[Tuple[float, ...]]:
-    """The loss's weights from the training targets (`how`: "balanced"), or None."""
+  def label_counts(self, train: np.ndarray) -> np.ndarray:
+    """Each label's rows [C] among the training targets (`survey`'s counts)."""
+    del train
+    return np.zeros([0], np.int64)
+
+  def loss_weights(self, counts: np.ndarray, rows: int, how: str
+                   ) -> Optional[Tuple[float, ...]]:
+    """The loss's weights (`how`: "balanced") from each label's training rows [C] among
+    `rows` (`survey`, `label_counts`), or None."""
     raise ValueError(f"{self.type}: no loss weights (--class_weight is single-label's, "
                      "--pos_weight multi-label's)")
 
@@ -241,11 +249,13 @@ class SingleLabel(Problem):
   def metric_names(self):
     return ["accuracy", "macro_f1", "loss"] + (["f1"] if len(self.labels) == 2 else [])
 
-  def loss_weights(self, train, how):
+  def label_counts(self, train):
+    return np.bincount(np.asarray(train, np.int64), minlength=len(self.labels))   # [C]
+
+  def loss_weights(self, counts, rows, how):
     """scikit-learn's class_weight="balanced": rows / (classes x the class's rows); a class
     without training rows gets 1."""
-    counts = np.bincount(np.asarray(train, np.int64), minlength=len(self.labels))   # [C]
-    weights = len(train) / (len(self.labels) * np.maximum(counts, 1))
+    weights = rows / (len(self.labels) * np.maximum(counts, 1))                   # [C]
     return tuple(float(w) if c else 1.0 for w, c in zip(weights, counts))
 
   def mean_loss(self, targets, logits):
@@ -353,11 +363,14 @@ class MultiLabel(Problem):
   def mean_loss(self, targets, logits):
     return float(np.mean(np.logaddexp(0, logits) - targets * logits))         # BCE
 
-  def loss_weights(self, train, how):
+  def label_counts(self, train):
+    return np.asarray(train, np.int64).sum(0)                                 # [C]
+
+  def loss_weights(self, counts, rows, how):
     """Each label's negatives / positives in the training rows, at most POS_WEIGHT_CAP
     (1 for a label no row has)."""
-    positives = np.asarray(train, np.float64).sum(0)                          # [C]
-    negatives = len(train) - positives
+    positives = np.asarray(counts, np.float64)                                # [C]
+    negatives = rows - positives
     weights = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
     return tuple(float(w) for w in np.clip(weights, 1.0 / POS_WEIGHT_CAP, POS_WEIGHT_CAP))
 
@@ -562,12 +575,21 @@ def decide(rows: Iterable, problem_type: str = AUTO, path: str = "the training f
   come): `problem_type`, or (auto) multi-label when the labels are lists, regression when
   they are all numbers and one is not an integer, else single-label. Labels are sorted
   naturally."""
+  return survey(rows, problem_type, path)[0]
+
+
+def survey(rows: Iterable, problem_type: str = AUTO, path: str = "the training file"
+           ) -> Tuple[Problem, int, np.ndarray]:
+  """`decide`'s problem, the number of rows and, in the same pass, each label's rows [C]
+  (what `Problem.loss_weights` weighs by; zeros for regression)."""
   if problem_type != AUTO and problem_type not in TYPES:
     raise ValueError(f"--problem_type={problem_type}: choose one of "
                      f"{', '.join((AUTO,) + tuple(TYPES))}")
   fixed = TYPES.get(problem_type)
   first, names, numbers, fraction, too_many = None, set(), True, False, False
+  counts, count = collections.Counter(), 0
   for r in rows:
+    count += 1
     is_list = isinstance(r.label, list)
     if first is None:
       first = r
@@ -590,7 +612,9 @@ def decide(rows: Iterable, problem_type: str = AUTO, path: str = "the training f
     if numbers and fixed is None and len(names) >= NUMERIC_NAMES_KEPT:
       too_many = True        # (scores, most likely: regression needs no names)
     else:
-      names.update(r.label if is_list else [label_name(r.label)])
+      found = r.label if is_list else [label_name(r.label)]
+      names.update(found)
+      counts.update(set(found))
   if first is None:
     raise ValueError(f"{path}: no rows in it")
   kind = fixed or (MultiLabel if isinstance(first.label, list) else
@@ -598,7 +622,8 @@ def decide(rows: Iterable, problem_type: str = AUTO, path: str = "the training f
   if kind is not Regression and too_many:
     raise ValueError(f"{path}: more than {NUMERIC_NAMES_KEPT} different whole-number labels; "
                      "pass --problem_type=regression for scores, or fewer classes")
-  return kind(natural_order(names) if kind is not Regression else [])
+  problem = kind(natural_order(names) if kind is not Regression else [])
+  return problem, count, np.array([counts[n] for n in problem.labels], np.int64)
 
 
 def targets(rows: Sequence, problem: Problem, path: str = "") -> List:
@@ -607,10 +632,31 @@ def targets(rows: Sequence, problem: Problem, path: str = "") -> List:
 
 
 def target_array(rows: Iterable, problem: Problem, path: str = "") -> np.ndarray:
-  """Each row's target, as `targets`, read as the rows come into a compact array: label
-  ids [N] (int64), scores [N] (float64), or multi-label 0/1 rows [N, C] (int8)."""
-  if problem.type == MULTI:
-    dtype = np.dtype((np.int8, (len(problem.labels),)))
-  else:
-    dtype = np.dtype(np.float64 if problem.type == REGRESSION else np.int64)
-  return np.fromiter((problem.target(r.label, f"{path}:{r.line}") for r in rows), dtype)
+  """Each row's target, as `targets`, read as the rows come into a compact array
+  (`Targets`)."""
+  collected = Targets(problem)
+  for r in rows:
+    collected.add(problem.target(r.label, f"{path}:{r.line}"))
+  return collected.array()
+
+
+class Targets:
+  """Targets collected one at a time into a compact array: label ids [N] (int64), scores
+  [N] (float64), or multi-label 0/1 rows [N, C] (int8)."""
+  BLOCK = 65536
+
+  def __init__(self, problem: Problem):
+    self.dtype = {MULTI: np.int8, REGRESSION: np.float64}.get(problem.type, np.int64)
+    self.empty = np.zeros([0, len(problem.labels)] if problem.type == MULTI else [0],
+                          self.dtype)
+    self.parts, self.block = [], []
+
+  def add(self, target) -> None:
+    self.block.append(target)
+    if len(self.block) == self.BLOCK:
+      self.parts.append(np.array(self.block, self.dtype))
+      self.block = []
+
+  def array(self) -> np.ndarray:
+    blocks = self.parts + ([np.array(self.block, self.dtype)] if self.block else [])
+    return np.concatenate(blocks) if blocks else self.empty

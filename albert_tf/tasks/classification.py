@@ -190,9 +190,22 @@ class ClassifierRun(FinetuningTask):
       own.iter_texts(opts.unlabeled_file, columns, flag)          # (a missing file: at once)
       self.unlabeled = lambda: own.iter_texts(opts.unlabeled_file, columns, flag)
     self.problem, self.best_metric = data.problem, data.best_metric
-    self.targets = {split: problems.target_array(rows(), self.problem, data.path(opts, split))
-                    for split, rows in self.sources.items()
-                    if next(rows()).label is not None}
+    self.labelled = {split for split, rows in self.sources.items()
+                     if next(rows()).label is not None}
+    self.targets = {split: problems.target_array(self.sources[split](), self.problem,
+                                                 data.path(opts, split))
+                    for split in self.labelled if split != "train"}
+    # The training rows' targets are kept as their features are written (build_features);
+    # each label's rows (the loss weights) come with the problem (your own files: one pass
+    # decides both), or from the targets (a GLUE task, whose problem is preset).
+    self.train_counts = None
+    if "train" in self.labelled:
+      if data.train_counts is None:
+        train = self.targets["train"] = problems.target_array(
+            self.sources["train"](), self.problem, data.path(opts, "train"))
+        self.train_counts = (self.problem.label_counts(train), len(train))
+      else:
+        self.train_counts = (data.train_counts, data.train_rows)
     multi = self.problem.type == problems.MULTI
     if (self.tune or opts.pos_weight != "none") and not multi:
       flag = "--multi_label_threshold=tune" if self.tune else f"--pos_weight={opts.pos_weight}"
@@ -211,11 +224,11 @@ class ClassifierRun(FinetuningTask):
     # The loss's weights, from the training rows (recorded in the run, used by the loss only).
     self.loss_weights = None
     how = opts.class_weight if opts.class_weight != "none" else opts.pos_weight
-    if "train" not in self.targets and earlier is not None and \
+    if "train" not in self.labelled and earlier is not None and \
         isinstance(earlier.settings, runs.ClassifierSettings):   # (what the run trained with)
       data.loss_weights = earlier.settings.pos_weight or earlier.settings.class_weight or None
-    elif how != "none" and "train" in self.targets:
-      self.loss_weights = self.problem.loss_weights(np.asarray(self.targets["train"]), how)
+    elif how != "none" and self.train_counts is not None:
+      self.loss_weights = self.problem.loss_weights(*self.train_counts, how)
       shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(self.problem.labels, self.loss_weights))
       print(f"Loss weights (--{'pos' if multi else 'class'}_weight={how}): {shown}")
       data.loss_weights = self.loss_weights
@@ -286,14 +299,14 @@ class ClassifierRun(FinetuningTask):
             self.opts.seed, files=[self.opts.unlabeled_file]) + ".tf_record"
       if not os.path.exists(path):
         self.cut = 0
-        where = self.examples.path(opts, split)
-        labelled = split in self.targets
-        examples = ((row, self.problem.target(row.label, f"{where}:{row.line}") if labelled
-                     else None) for row in rows())
+        kept = problems.Targets(self.problem) if split in self.labelled and \
+            split not in self.targets else None
+        examples = self.examples_of(split, rows(), kept)
         if split == "train" and self.unlabeled:
           texts = sum(1 for _ in self.unlabeled())
-          count = write_records(self.mixed(examples, len(self.targets["train"]), texts), path)
-          print(f"train: {len(self.targets['train'])} labelled rows and {texts} texts of "
+          labelled = self.train_counts[1]
+          count = write_records(self.mixed(examples, labelled, texts), path)
+          print(f"train: {labelled} labelled rows and {texts} texts of "
                 f"{self.opts.unlabeled_file}, which the teacher answers")
         else:
           count = write_records((self.features(*example) for example in examples), path)
@@ -302,7 +315,21 @@ class ClassifierRun(FinetuningTask):
           print(f"{split}: {self.cut} of {count} texts are longer than --max_windows="
                 f"{self.long_text['max_windows']} windows and were cut to their first "
                 f"{self.long_text['max_windows']}")
+        if kept is not None:
+          self.targets[split] = kept.array()
+      if split in self.labelled and split not in self.targets:   # (its features were cached)
+        self.targets[split] = problems.target_array(rows(), self.problem,
+                                                    self.examples.path(opts, split))
       self.records[split] = path
+
+  def examples_of(self, split: str, rows: Iterator[own.Row], kept=None) -> Iterator[tuple]:
+    """(row, its target or None) of each row of `split`; each target also into `kept`."""
+    where, labelled = self.examples.path(self.opts, split), split in self.labelled
+    for row in rows:
+      target = self.problem.target(row.label, f"{where}:{row.line}") if labelled else None
+      if kept is not None:
+        kept.add(target)
+      yield row, target
 
   def mixed(self, examples: Iterator, rows: int, texts: int) -> Iterator[Dict[str, object]]:
     """The training rows' features and the unlabelled texts', `labelled` 1 and 0, in a

@@ -44,6 +44,10 @@ class Examples:
   pairs: bool                   # sentence pairs (two text inputs)
   inputs: tuple                 # the text inputs' names (albert_tf.runs.Run.text_inputs)
   loss_weights: Optional[tuple] = None   # --class_weight / --pos_weight's, once computed
+  # The training file's rows and each label's rows [C], when deciding the problem read them
+  # (your own files; None for a GLUE task, whose problem is preset).
+  train_rows: Optional[int] = None
+  train_counts: Optional[np.ndarray] = None
   long_text: dict = {}    # --long_text=windows: it, --doc_stride, --window_pooling, --max_windows
   dev_splits: List[str]
   test_splits: List[str]
@@ -184,7 +188,8 @@ class OwnFiles(Examples):
   def sources(self, opts, splits):
     rows = {split: self._source(opts, split) for split in splits}
     if "train" in rows:
-      self.problem = problems.decide(rows["train"](), opts.problem_type, opts.train_file)
+      self.problem, self.train_rows, self.train_counts = problems.survey(
+          rows["train"](), opts.problem_type, opts.train_file)
     else:
       earlier = runs.earlier(opts.output_dir)
       if earlier is None or not earlier.settings.problem_type:
