@@ -120,14 +120,16 @@ def _agree(door, want, got, problem, tolerance=1e-5, threshold=0.5):
 
 def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime"),
                    beam_runtime="tensorflow"):
-  """{door: answers} of predict.py on `source` with each runtime, and on Beam's
-  DirectRunner with `beam_runtime` (no flag of the run repeated)."""
+  """{door: answers} of predict.py on `source` with each runtime, read, answered and
+  written 3 rows at a time (chunks: every kind's answers across their boundaries), and on
+  Beam's DirectRunner with `beam_runtime` (no flag of the run repeated)."""
   from albert_tf.commands import predict  # pylint: disable=import-outside-toplevel
   doors = {}
   for runtime in runtimes:
     out = tmp_path / f"predict_{runtime}.jsonl"
     predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
-                                       id_column="id", runtime=runtime, progress=False))
+                                       id_column="id", runtime=runtime, progress=False,
+                                       chunk_rows=3))
     doors[f"predict.py --runtime={runtime}"] = _answers(out)
   predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
                                      output_file=str(tmp_path / "beam" / "out.jsonl"),
