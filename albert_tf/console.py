@@ -31,7 +31,7 @@ _state = dict(quiet=False, stream=None, path=None, early=[])
 # before absl::InitializeLog it writes to stderr whatever TF_CPP_MIN_LOG_LEVEL says).
 CPP_LOG = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} [\d:.]+ +\d+ "
                      r"\S+:\d+\] |WARNING: All log messages before absl::InitializeLog\(\) is "
-                     r"called)")
+                     r"called|INFO: )")   # (the last: TFLite's own INFO, "INFO: Created ...")
 
 
 def asks_for_logs(argv: Sequence[str]) -> bool:

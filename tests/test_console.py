@@ -88,6 +88,21 @@ def test_the_user_asks_for_the_logs_by_verbosity_or_tensorflow_s_variable(monkey
   assert console.asks_for_logs(["predict.py"])
 
 
+def test_the_hidden_lines_are_the_libraries_own_formats_and_no_other():
+  """What the console filters out of fd 2 (into log.txt): TensorFlow's C++ lines, absl's,
+  TFLite's INFO (as `make demo`'s on-device step printed it); a TFLite error, Python
+  logging's default format (kept out by other means) and a command's lines stay."""
+  from albert_tf import console  # pylint: disable=import-outside-toplevel
+  hidden = ["2026-12-06 04:33:21.123916: E external/local_xla/xla/stream_executor/cuda/"
+            "cuda_platform.cc:51] failed call to cuInit", "I0000 00:00:1796531091.290004    "
+            "2980 devices.cc:67] Number of eligible GPUs",
+            "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."]
+  shown = ["ERROR: tensors 3 and 4 do not match", "predict.py: error: --model=x not found",
+           "Wrote 400 answers to a.jsonl (1430.0 rows/s)", "INFO:tensorflow:Assets written"]
+  assert all(console.CPP_LOG.match(line) for line in hidden)
+  assert not any(console.CPP_LOG.match(line) for line in shown)
+
+
 def test_a_tensorflow_error_that_stops_a_command_is_one_line_with_its_cause(
     monkeypatch, capsys, tmp_path):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
