@@ -3,7 +3,7 @@
 A file is read by its extension: `.csv` and `.tsv` with the csv module (quoted fields,
 newlines inside quotes and a UTF-8 byte-order mark all read as a spreadsheet wrote them),
 `.jsonl` (or `.json` holding JSON Lines) one object per line; texts without labels
-(`read_texts`) may also be `.txt`, one per line. Each row gives one or two
+(`iter_texts`) may also be `.txt`, one per line. Each row gives one or two
 texts (`text_columns`: one text, or a sentence pair), a label (`label_column`) and,
 optionally, an id copied into the predictions (`id_column`). A file without the label
 column is read for prediction only.
@@ -99,11 +99,6 @@ def _rows(path, columns, suffix, flag, need_labels) -> Iterator[Row]:
     yield Row(texts, label, index, None if not columns.id else str(record[columns.id]), line)
   if index < 0:
     raise ValueError(f"{path}: no rows in it")
-
-
-def read_texts(path: str, columns: Columns, flag: str) -> List[Row]:
-  """`iter_texts`, in a list."""
-  return list(iter_texts(path, columns, flag))
 
 
 def iter_texts(path: str, columns: Columns, flag: str) -> Iterator[Row]:
