@@ -38,6 +38,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# `benchmarking` (which imports TensorFlow) is imported where it is used, after a worker
+# has set TensorFlow's environment; from here, also when this file is loaded by path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import app, flags
 
@@ -274,31 +277,9 @@ def run_onnx(spec):
 
 
 def run_peak(spec):
-  """The matmul peak of this machine in TensorFlow (oneDNN) at the model's own shapes:
-  [T, H] x [H, 3H], [T, H] x [H, H], [T, H] x [H, I], [T, I] x [I, H] with T = B * S,
-  FLOP-weighted (total FLOPs / total time), best of several repetitions each."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import albert_tf  # pylint: disable=g-import-not-at-top
-  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
-  t, h, i = spec["batch"] * spec["seq"], c.hidden_size, c.intermediate_size
-  dtype = tf.bfloat16 if spec["dtype"] == "bfloat16" else tf.float32
-  flops = seconds = 0.0
-  for m, k, n in ((t, h, 3 * h), (t, h, h), (t, h, i), (t, i, h)):
-    a = tf.random.normal([m, k], dtype=tf.float32)
-    b = tf.random.normal([k, n], dtype=tf.float32)
-    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
-    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[:1, :1], tf.float32)))
-    for _ in range(3):
-      matmul(a, b).numpy()
-    best = float("inf")
-    for _ in range(7):
-      start = time.perf_counter()
-      for _ in range(5):
-        matmul(a, b).numpy()
-      best = min(best, (time.perf_counter() - start) / 5)
-    flops += 2.0 * m * k * n
-    seconds += best
-  return dict(gflops=flops / seconds / 1e9)
+  """The matmul peak of this machine at the model's own shapes (`benchmarking.matmul_peak`)."""
+  import benchmarking  # pylint: disable=g-import-not-at-top
+  return dict(gflops=benchmarking.matmul_peak(spec))
 
 
 def run_matmuls(spec):
@@ -413,20 +394,6 @@ def parameter_count(c):
           + (e + 1) * h + c.num_hidden_groups * c.inner_group_num * block + h * h + h)
 
 
-def step_gflop(spec):
-  """Nominal GFLOP of a step (matmuls only, what transformers' model computes): the
-  embedding projection, L x (Q, K, V, scores, context, output projection, FFN), the pooler
-  and the head; training is three times the forward (forward, and two matmuls per
-  matmul backward)."""
-  import albert_tf  # pylint: disable=g-import-not-at-top
-  c = albert_tf.AlbertConfig.from_preset(spec["preset"])
-  b, s = spec["batch"], spec["seq"]
-  t, h, i, e = b * s, c.hidden_size, c.intermediate_size, c.embedding_size
-  layer = 2 * t * h * 3 * h + 2 * 2 * b * s * s * h + 2 * t * h * h + 2 * 2 * t * h * i
-  forward = 2 * t * e * h + c.num_hidden_layers * layer + 2 * b * h * h + 2 * b * h * 2
-  return (3 if spec["mode"] == "train" else 1) * forward / 1e9
-
-
 def measure(spec):
   """Runs one spec in a fresh process and returns its result dict."""
   done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker=" + json.dumps(spec)],
@@ -468,7 +435,8 @@ def uniform():
       specs["bandwidth"] = dict(common, impl="bandwidth")
       got = alternate(specs)
       peak = median(got["peak"], "gflops")
-      gflop = step_gflop(common)
+      import benchmarking  # pylint: disable=g-import-not-at-top
+      gflop = benchmarking.step_gflop(common)
       # The bound a step meets even if all but its matmuls were free.
       matmuls_seconds = median(got["matmuls"], "seconds")
       matmuls_of_peak = gflop / matmuls_seconds / peak

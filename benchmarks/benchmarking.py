@@ -140,3 +140,52 @@ def pad_vocabulary(spm_model_file: str, size: int) -> None:
     piece.piece, piece.score = f"<unused{len(proto.pieces)}>", -100.0
   with open(spm_model_file, "wb") as f:
     f.write(proto.SerializeToString())
+
+
+def step_gflop(spec) -> float:
+  """Nominal GFLOP of a step of `spec` (preset, batch, seq, mode; matmuls only, what
+  transformers' model computes): the embedding projection, L x (Q, K, V, scores, context,
+  output projection, FFN), the pooler and the head; training is three times the forward
+  (forward, and two matmuls per matmul backward)."""
+  c = preset_config(spec["preset"])
+  b, s = spec["batch"], spec["seq"]
+  t, h, i, e = b * s, c.hidden_size, c.intermediate_size, c.embedding_size
+  layer = 2 * t * h * 3 * h + 2 * 2 * b * s * s * h + 2 * t * h * h + 2 * 2 * t * h * i
+  forward = 2 * t * e * h + c.num_hidden_layers * layer + 2 * b * h * h + 2 * b * h * 2
+  return (3 if spec["mode"] == "train" else 1) * forward / 1e9
+
+
+def attention_gflop(spec) -> float:
+  """The part of `step_gflop` in attention's batched matmuls (scores and context)."""
+  c = preset_config(spec["preset"])
+  b, s = spec["batch"], spec["seq"]
+  forward = c.num_hidden_layers * 2 * 2 * b * s * s * c.hidden_size
+  return (3 if spec["mode"] == "train" else 1) * forward / 1e9
+
+
+def matmul_peak(spec) -> float:
+  """GFLOP/s: the matmul peak of this machine in TensorFlow (oneDNN) in `spec`'s dtype at
+  the model's own shapes: [T, H] x [H, 3H], [T, H] x [H, H], [T, H] x [H, I], [T, I] x
+  [I, H] with T = B * S, FLOP-weighted (total FLOPs / total time), best of several
+  repetitions each."""
+  import time  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  c = preset_config(spec["preset"])
+  t, h, i = spec["batch"] * spec["seq"], c.hidden_size, c.intermediate_size
+  dtype = tf.bfloat16 if spec["dtype"] == "bfloat16" else tf.float32
+  flops = seconds = 0.0
+  for m, k, n in ((t, h, 3 * h), (t, h, h), (t, h, i), (t, i, h)):
+    a = tf.cast(tf.random.normal([m, k], dtype=tf.float32), dtype)
+    b = tf.cast(tf.random.normal([k, n], dtype=tf.float32), dtype)
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[:1, :1], tf.float32)))
+    for _ in range(3):
+      matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(7):
+      start = time.perf_counter()
+      for _ in range(5):
+        matmul(a, b).numpy()
+      best = min(best, (time.perf_counter() - start) / 5)
+    flops += 2.0 * m * k * n
+    seconds += best
+  return flops / seconds / 1e9

@@ -14,6 +14,13 @@ each op's own, none slowed by another beside it on the two cores, and add up to 
 the wall time.
 
   python benchmarks/profile_step.py --dtype=bfloat16 --top=25
+  python benchmarks/profile_step.py --dtype=bfloat16 --mode=infer --inter_op_threads=1
+
+Last, the op time by class (large matmuls, attention matmuls, casts, normalization,
+activations, softmax, gradient sums, optimizer, data, other), beside what the matmul classes
+would take at the same-run matmul peak (`benchmarking.matmul_peak`: their nominal FLOPs /
+peak; the other classes would take nothing there). The plain step's inputs are constants,
+so its data class is empty: a run's input pipeline runs beside its steps (docs/performance.md).
   python benchmarks/profile_step.py --dtype=bfloat16 --inter_op_threads=1
 """
 
@@ -47,12 +54,21 @@ flags.DEFINE_bool("recompute", False,
 flags.DEFINE_integer("inter_op_threads", 0,
                      "TensorFlow's inter-op threads (0: its default). 1 runs one op at a time: "
                      "each op's time is then its own, with no op beside it sharing the cores.")
+flags.DEFINE_bool("peak", True, "Also measure the matmul peak at the model's shapes (in "
+                  "this process, after the profile) and give each class's time at it.")
 FLAGS = flags.FLAGS
 
 
 XLA_ENCLOSING = ("call", "Execute", "ParallelFor", "ExecutorDoneCallback")
 MATMULS = {"_MklMatMul", "_MklBatchMatMulV2", "_MklFusedBatchMatMulV2", "_MklFusedMatMul",
            "_MklNativeFusedMatMul", "MatMul", "_FusedMatMul", "BatchMatMulV2"}
+# The op classes of issue 86's profile, in the order printed. An XLA kernel
+# (`albert_tf.modeling.fused`) is classed by its function's name.
+CLASSES = ("large matmuls", "attention matmuls", "casts", "normalization", "activations",
+           "softmax", "gradient sums", "optimizer", "data", "other")
+XLA_CLASSES = (("norm", "normalization"), ("gelu", "activations"), ("softmax", "softmax"),
+               ("accumulate", "gradient sums"), ("group_sums", "gradient sums"),
+               ("projection", "large matmuls"))
 
 
 def part_of(key):
@@ -66,9 +82,57 @@ def part_of(key):
   return "XLA kernels" if op_type.startswith("XLA ") else "other ops"
 
 
+def batch_matmul_nodes(function) -> dict:
+  """{node name: True when it is attention's} of the nodes of a traced tf.function (and
+  the functions it calls: custom gradients' backward) whose output is a batch of matrices:
+  attention's [B, N, ., .] (more than one matrix), or the Q, K, V projection's 4-D form
+  [1, 1, T, 3H] (`fused.projection`). What a profiled batch matmul (or the fused node
+  named after its last op) is, as the profile does not record shapes."""
+  found, seen = {}, set()
+
+  def walk(graph):
+    for op in graph.get_operations():
+      for output in op.outputs[:1]:
+        shape = output.shape
+        if shape.rank == 4 and None not in shape.as_list():
+          found.setdefault(op.name, int(np.prod(shape.as_list()[:-2])) > 1)
+    for inner in getattr(graph, "_functions", {}).values():
+      inner = getattr(inner, "graph", None)
+      if inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        walk(inner)
+  walk(function.graph)
+  return found
+
+
+def class_of(key, attention_nodes):
+  """Issue 86's op class of an op (op name, op type) of `op_times`."""
+  op_name, op_type = key
+  lower = op_name.lower()
+  if op_name.startswith("Adam/") or "/Adam/" in op_name:
+    return "optimizer"
+  if op_type.startswith("XLA "):
+    return next((c for word, c in XLA_CLASSES if word in lower), "other")
+  if op_type in MATMULS:
+    return "attention matmuls" if attention_nodes.get(op_name, False) else "large matmuls"
+  if op_type in ("Cast", "Bitcast"):
+    return "casts"
+  if "softmax" in op_type.lower():
+    return "softmax"
+  if "layernorm" in lower.replace("_", "") or op_type in ("Rsqrt", "SquaredDifference"):
+    return "normalization"
+  if op_type in ("Tanh", "Erf", "Pow", "Gelu") or "gelu" in lower:
+    return "activations"
+  if op_type in ("AddN", "BiasAddGrad", "UnsortedSegmentSum"):
+    return "gradient sums"
+  if op_type.startswith(("Iterator", "Prefetch")):
+    return "data"
+  return "other"
+
+
 def op_times(logdir):
   """{(op name, op type): summed microseconds} of the executor's ops in the profile under
-  `logdir` (op name "" for XLA kernels' fusions)."""
+  `logdir`; an XLA kernel's fusions as (its function's name, "XLA <fusion>")."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
   space = xplane_pb2.XSpace()
   with open(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0], "rb") as f:
@@ -77,16 +141,22 @@ def op_times(logdir):
   for plane in space.planes:
     if not plane.name.startswith("/host:CPU"):
       continue
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
     for line in plane.lines:
       for event in line.events:
         name = plane.event_metadata[event.metadata_id].name
         # Executor op events are named "op_name:OpType"; the executor's own and the
         # function's events ("ExecutorState::Process", "__inference_...") enclose them.
         # XLA kernels' events on the executor's threads are their HLO fusions, named
-        # without a ":", inside enclosing "call" / "Execute" events (left out here).
+        # without a ":", inside enclosing "call" / "Execute" events (left out here), and
+        # carry their module: the tf.function's name (a_inference__bias_gelu_forward_7__.69).
         if line.name.startswith("tf_") and ":" not in name and re.fullmatch(
             r"[\w.-]+", name) and name.split(".")[0] not in XLA_ENCLOSING:
-          totals["", "XLA " + re.sub(r"(\.\d+)*(\.clone)?$", "", name)] += event.duration_ps / 1e6
+          module = [plane.stat_metadata[s.ref_value].name for s in event.stats
+                    if stat_names.get(s.metadata_id) == "hlo_module"]
+          function = re.sub(r"^a_inference_|_\d+__.*$", "", module[0]) if module else ""
+          totals[function, "XLA " + re.sub(r"(\.\d+)*(\.clone)?$", "", name)] += (
+              event.duration_ps / 1e6)
           continue
         op_type = name.rsplit(":", 1)[-1].strip()
         if ":" not in name or "::" in name or op_type.startswith("__") or " " in op_type:
@@ -117,6 +187,7 @@ def main(_):
   y = tf.constant(rng.integers(0, 2, b), tf.int32)
   for _ in range(2):
     np.asarray(step(x, y))   # trace and warm up
+  attention_nodes = batch_matmul_nodes(step.get_concrete_function(x, y))
   logdir = tempfile.mkdtemp(prefix="albert_tf_profile_")
   times = []
   tf.profiler.experimental.start(logdir)
@@ -134,6 +205,24 @@ def main(_):
   print("by op type:")
   for op, us in grouped(totals, lambda key: key[1])[:FLAGS.top]:
     print(f"  {op:36s} {us / 1e6 / FLAGS.steps:7.3f} s  {100 * us / whole:5.1f}%")
+  spec = dict(preset=FLAGS.preset, batch=b, seq=s, mode=FLAGS.mode, dtype=FLAGS.dtype)
+  peak = benchmarking.matmul_peak(spec) if FLAGS.peak else None
+  gflop = {"large matmuls": benchmarking.step_gflop(spec) - benchmarking.attention_gflop(spec),
+           "attention matmuls": benchmarking.attention_gflop(spec)}
+  by_class = dict(grouped(totals, lambda key: class_of(key, attention_nodes)))
+  step_time = statistics.median(times)
+  print("by op class" + (f", and what each would take at the same-run matmul peak ({peak:.0f} "
+                         f"GFLOP/s at the model's shapes)" if peak else "") + ":")
+  for name in CLASSES:
+    seconds = by_class.get(name, 0.0) / 1e6 / FLAGS.steps
+    at_peak = (f"{gflop[name] / peak:7.3f} s ({gflop[name]:.0f} GFLOP)"
+               if peak and name in gflop else "      0")
+    print(f"  {name:20s} {seconds:7.3f} s  {100 * seconds * 1e6 * FLAGS.steps / whole:5.1f}%"
+          f"   at the peak {at_peak}")
+  if peak:
+    total = sum(gflop.values())
+    print(f"  the step: {step_time:.3f} s, at the peak {total / peak:.3f} s: "
+          f"{total / step_time / peak:.0%} of the peak")
 
 
 if __name__ == "__main__":

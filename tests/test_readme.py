@@ -225,3 +225,14 @@ def test_the_step_profile_sums_op_time_by_type():
       r"^  ([a-zA-Z ()]+?) +[\d.]+ s +([\d.]+)%$", done.stdout.split("by op type:")[0], re.M))
   assert {"matmul kernels", "optimizer update", "other ops"} <= set(parts), done.stdout
   assert 99.5 <= sum(parts.values()) <= 100.5, done.stdout
+  # Issue 86's op classes (docs/performance.md), each op in one, beside the same-run peak.
+  by_class = dict((c, float(share)) for c, share in re.findall(
+      r"^  ([a-z ]+?) +[\d.]+ s +([\d.]+)%   at the peak", done.stdout, re.M))
+  assert list(by_class) == ["large matmuls", "attention matmuls", "casts", "normalization",
+                            "activations", "softmax", "gradient sums", "optimizer", "data",
+                            "other"], done.stdout
+  assert 99.5 <= sum(by_class.values()) <= 100.5, done.stdout
+  assert by_class["large matmuls"] > 0 and by_class["attention matmuls"] > 0, by_class
+  assert by_class["optimizer"] > 0 and by_class["normalization"] > 0, by_class
+  assert re.search(r"^  the step: [\d.]+ s, at the peak [\d.]+ s: \d+% of the peak$",
+                   done.stdout, re.M), done.stdout
