@@ -5,8 +5,8 @@ call, everything the model answers with (`albert_tf.export.loading.Answering`: t
 under its runtime and dtype, tokenizer, text inputs, problem, thresholds, windows), and
 this module only packs, batches and reads answers. A serving export (run_classifier.py or
 run_ner.py --export_dir) is loaded with `tf.saved_model.load`, as a server would.
-Examples are sorted by length into batches, each padded to its own longest, and the answers
-put back in input order, so short texts do not pay for long ones.
+Examples are sorted by length into batches (the longest first), each padded to its own
+longest, and the answers put back in input order, so short texts do not pay for long ones.
 
 What each kind of run answers, per example:
 
@@ -24,9 +24,12 @@ What each kind of run answers, per example:
 `runtime="onnxruntime"` runs the run's own ONNX export (float32, or `quantization=
 "dynamic_int8"`), written into `<run>/onnx/` on first use and rewritten when the run's
 best weights change; `dtype="bfloat16"` computes in bfloat16 under TensorFlow.
-`runtime="auto"` times both on the first batch it answers and keeps the faster, recording
-the choice (and why) in `<run>/onnx/runtime.json` for this CPU and these weights, so later
-runs on the same kind of machine read it instead of measuring again.
+`"auto"` in either (`dtype="auto"` is the default) times every runtime-dtype pair they
+allow on the first batch it answers, the longest (`albert_tf.export.runtimes`): the
+fastest float32 pair, or bfloat16 where it is clearly faster and gives that batch the same
+labels. The choice (and why) is recorded in `<run>/onnx/runtime.json` for this CPU and
+these weights, so later runs on the same kind of machine read it instead of measuring
+again.
 """
 
 import dataclasses
@@ -40,7 +43,7 @@ from albert_tf import runs
 from albert_tf.data import squad
 from albert_tf.data.race import qa_text, pack_choice
 from albert_tf.export.loading import Answering
-from albert_tf.export.runtimes import AUTO, DTYPES, QUANTIZATIONS, RUNTIMES
+from albert_tf.export.runtimes import AUTO, DTYPES, QUANTIZATIONS, RUNTIMES, candidates
 from albert_tf.progress import progress_bar
 from albert_tf.text.packing import pack_texts, pack_windows, window_starts
 
@@ -75,7 +78,7 @@ class Predictor(Answering):
 
   @classmethod
   def load(cls, path: str, batch_size: int = 32, multi_label_threshold=None, *,
-           runtime: str = "tensorflow", dtype: str = "float32", quantization: str = "none",
+           runtime: str = "tensorflow", dtype: str = AUTO, quantization: str = "none",
            flag: str = "--model", load_model: bool = True, **settings) -> "Predictor":
     """The predictor of a run directory (a fine-tuning script's --output_dir) or of a
     serving export in `path`; errors name `flag`. `settings`: the other `Settings`.
@@ -84,18 +87,15 @@ class Predictor(Answering):
     settings = Settings(batch_size, multi_label_threshold, **settings)
     if batch_size < 1:
       raise ValueError(f"--batch_size={batch_size}: at least 1")
-    for name, value, allowed in (("runtime", runtime, RUNTIMES + (AUTO,)), ("dtype", dtype, DTYPES),
+    for name, value, allowed in (("runtime", runtime, RUNTIMES + (AUTO,)),
+                                 ("dtype", dtype, DTYPES + (AUTO,)),
                                  ("quantization", quantization, QUANTIZATIONS)):
       if value not in allowed:
         raise ValueError(f"--{name}={value}: one of {', '.join(allowed)}")
-    if runtime != "tensorflow" and dtype != "float32":
-      raise ValueError(f"--dtype={dtype} is TensorFlow's; --runtime=onnxruntime runs float32, "
-                       "or int8 with --quantization=dynamic_int8" + (
-                           ", and --runtime=auto compares the two in float32"
-                           if runtime == AUTO else ""))
     if runtime != "onnxruntime" and quantization != "none":
       raise ValueError(f"--quantization={quantization} is onnxruntime's; add "
                        "--runtime=onnxruntime")
+    candidates(runtime, dtype)                     # (an error when they allow no pair)
     if not tf.io.gfile.isdir(path):                  # (gs:// and others: a serving export)
       raise FileNotFoundError(f"{flag}={path} is not a directory")
     answering = runs.answering_at(path, flag, runtime, dtype, quantization, load_model)
@@ -189,8 +189,9 @@ class Predictor(Answering):
     return ANSWERS[self.kind].answer(self, rows, progress) if rows else []
 
   def batches(self, lengths: Sequence[int], progress: bool, desc: str) -> Iterator[np.ndarray]:
-    """Row numbers of each batch: sorted by length, `batch_size` at a time."""
-    order = np.argsort(np.asarray(lengths), kind="stable")        # shortest first
+    """Row numbers of each batch: sorted by length, `batch_size` at a time, longest first
+    (the batch `auto` measures on is then the costliest shape, and memory peaks at once)."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")        # longest first
     bar = progress_bar(total=len(order), desc=desc, unit="rows", disable=not progress)
     for start in range(0, len(order), self.settings.batch_size):
       rows = order[start:start + self.settings.batch_size]

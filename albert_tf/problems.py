@@ -192,6 +192,18 @@ class Problem:
     """What an export returns of logits [..., C]: probabilities, or the score."""
     raise NotImplementedError
 
+  def same_answers(self, reference, logits, threshold=0.5) -> Optional[str]:
+    """None when logits [N, C] answer every row as `reference` [N, C] does (the label, or
+    the label set at `threshold`), else the first row that differs and how (what
+    `--dtype=auto` asks of bfloat16 against float32)."""
+    for row, (want, got) in enumerate(zip(reference, logits)):
+      want, got = self.answer(want, threshold), self.answer(got, threshold)
+      want.pop("probabilities", None)
+      got.pop("probabilities", None)
+      if want != got:
+        return f"row {row} of the batch answered {got} instead of {want}"
+    return None
+
   def answer_of_outputs(self, outputs, threshold: float = 0.5) -> Dict[str, object]:
     """An example's answer from what an export returns: probabilities [C], or the score."""
     raise NotImplementedError
@@ -459,6 +471,11 @@ class MultiLabel(Problem):
     return tf.sigmoid(logits)
 
 
+# Regression's answers agree (bfloat16 against float32, `Regression.same_answers`) within
+# this fraction of the scores' range.
+SCORE_AGREEMENT = 0.02
+
+
 class Regression(Problem):
   """One score per example: squared error; Pearson's r picks the best."""
   type = REGRESSION
@@ -543,6 +560,18 @@ class Regression(Problem):
 
   def answer_of_outputs(self, outputs, threshold=0.5):
     return dict(score=float(np.asarray(outputs, np.float64).reshape(-1)[0]))
+
+  def same_answers(self, reference, logits, threshold=0.5):
+    """Scores are the same answer within `SCORE_AGREEMENT` of the reference scores' range
+    (at least 1): 0.1 on STS-B's 0-5."""
+    want = np.asarray(reference, np.float64)[:, 0]
+    got = np.asarray(logits, np.float64)[:, 0]
+    tolerance = SCORE_AGREEMENT * max(1.0, float(np.ptp(want)))
+    worst = int(np.argmax(np.abs(got - want)))
+    if abs(got[worst] - want[worst]) > tolerance:
+      return (f"row {worst} of the batch scored {got[worst]:.4g} instead of "
+              f"{want[worst]:.4g} (more than {tolerance:.3g} apart)")
+    return None
 
   def serving_outputs(self, logits, threshold):
     return {"score": logits[:, 0]}                                            # [B]

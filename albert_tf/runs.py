@@ -21,7 +21,7 @@ beside it (a serving export, an ONNX file) is `Run.kept`, remade when the weight
 import dataclasses
 import json
 import os
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -663,57 +663,79 @@ class Run:
   def answering(self, runtime: str = "tensorflow", dtype: str = "float32",
                 quantization: str = "none", load_model: bool = True) -> Answering:
     """Everything the run answers new text with, in one piece (`albert_tf.predictor`): its
-    model under `runtime` (`runtimes.RUNTIMES`, or `AUTO`: `forward_of_auto`) in `dtype`,
-    or its kind's own graph; its tokenizer, fields, problem, thresholds and recorded
-    settings (windows, strides). `load_model=False`: all but the model."""
+    model under `runtime` in `dtype` (either may be `AUTO`: `forward_of`), or its kind's
+    own graph; its tokenizer, fields, problem, thresholds and recorded settings (windows,
+    strides). `load_model=False`: all but the model."""
     kind, tokenizer = self.kind, self.tokenizer()
     forward = strings = None
-    if load_model and runtime != "tensorflow" and kind.graph is not None:
+    if load_model and kind.graph is not None:
       why = f"{self.path} is a {kind.script} run, which answers through its own TensorFlow graph"
       if runtime == "onnxruntime":
         raise ValueError(f"{self.flag}={why}; --runtime=onnxruntime serves classifiers, SQuAD "
                          "and RACE runs")
-      print(f"--runtime=auto: tensorflow ({why})")
-      runtime = "tensorflow"
-    if load_model and runtime == runtimes.AUTO:
-      forward = self.forward_of_auto()
-    elif load_model and runtime == "onnxruntime":
-      forward = runtimes.onnx_forward(self.onnx_file(quantization))
-    elif load_model:
+      for flag, value, taken in (("runtime", runtime, "tensorflow"), ("dtype", dtype, "float32")):
+        if value == runtimes.AUTO:
+          print(f"--{flag}=auto: {taken} ({why})")
+      runtime, dtype = "tensorflow", "float32" if dtype == runtimes.AUTO else dtype
+    if load_model and kind.graph is not None:
       from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
       with compute_dtype(dtype):
-        model = self.model()
-      if kind.graph is not None:
-        strings = kind.graph(self, model, tokenizer)
-      else:
-        forward = runtimes.tensorflow_forward(model)
+        strings = kind.graph(self, self.model(), tokenizer)
+    elif load_model:
+      forward = self.forward_of(runtime, dtype, quantization)
     return Answering(kind.answered_as, self.fields, tokenizer, self.path, self.settings,
                      forward, strings, self.problem, self.max_seq_length, self.version_2,
                      self.legacy_inputs if kind.fields is None else [],
                      self.multi_label_threshold)
 
-  def _runtime_record(self):
-    """(where `--runtime=auto` records its choice, what the choice holds for)."""
-    return (os.path.join(self.path, "onnx", "runtime.json"),
-            dict(host=runtimes.host_kind(), weights=weights_fingerprint(self.checkpoint)))
-
-  def recorded_runtime(self) -> Optional[str]:
-    """The runtime `--runtime=auto` chose for these weights on this kind of CPU, or None
-    when it has not measured here."""
-    return runtimes.recorded_choice(*self._runtime_record())
-
-  def forward_of_auto(self) -> runtimes.Forward:
-    """`--runtime=auto`: the runtime `<run>/onnx/runtime.json` records for this CPU and
-    these weights, or, when it records none, TensorFlow and ONNX Runtime timed on the
-    first batch, the faster kept and recorded (`runtimes.measured_choice`)."""
-    recorded = self.recorded_runtime()
-    if recorded == "onnxruntime":
-      return runtimes.onnx_forward(self.onnx_file())
+  def forward_of(self, runtime: str, dtype: str, quantization: str = "none"
+                 ) -> runtimes.Forward:
+    """The run's model under `runtime` in `dtype`. With `AUTO` in either: the pair
+    (`runtimes.candidates`) `<run>/onnx/runtime.json` records for this CPU, these weights
+    and these candidates, or, when it records none, every candidate timed on the first
+    batch and the one `runtimes.choose` takes kept and recorded (`runtimes.measured_choice`)."""
+    if quantization != "none":      # (int8 is ONNX Runtime's, and never auto's to take)
+      runtime, dtype = "onnxruntime", "float32"
+    pairs = runtimes.candidates(runtime, dtype)
+    flag = " ".join(f"--{f}=auto" for f, v in (("runtime", runtime), ("dtype", dtype))
+                    if v == runtimes.AUTO)
+    if len(pairs) == 1:
+      return self._forward(pairs[0], quantization)
+    path, key = self._runtime_record(pairs)
+    recorded = runtimes.recorded_choice(path, key, flag)
     if recorded:
+      return self._forward(recorded)
+    return runtimes.measured_choice({p: self._forward(p) for p in pairs}, path, key,
+                                    self.agreement(), flag)
+
+  def _forward(self, pair: str, quantization: str = "none") -> runtimes.Forward:
+    runtime, dtype = pair.split("/")
+    if runtime == "onnxruntime":
+      return runtimes.onnx_forward(self.onnx_file(quantization))
+    from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
+    with compute_dtype(dtype):
       return runtimes.tensorflow_forward(self.model())
-    return runtimes.measured_choice(
-        {"tensorflow": runtimes.tensorflow_forward(self.model()),
-         "onnxruntime": runtimes.onnx_forward(self.onnx_file())}, *self._runtime_record())
+
+  def agreement(self) -> runtimes.Agreement:
+    """Whether a candidate's outputs give the float32 answers: a classifier's labels (its
+    problem's, at the run's thresholds), else every span's and choice's argmax."""
+    problem, threshold = self.problem, self.multi_label_threshold
+    if problem is None:
+      return runtimes.same_argmax
+    return lambda reference, outputs: problem.same_answers(
+        reference["logits"], outputs["logits"], 0.5 if threshold is None else threshold)
+
+  def _runtime_record(self, pairs: Sequence[str]):
+    """(where `auto` records its choice, what the choice holds for: this CPU, these
+    weights, these candidates)."""
+    return (os.path.join(self.path, "onnx", "runtime.json"),
+            dict(host=runtimes.host_kind(), weights=weights_fingerprint(self.checkpoint),
+                 candidates=list(pairs)))
+
+  def recorded_pair(self, runtime: str, dtype: str) -> Optional[str]:
+    """The pair `auto` chose among `runtime` and `dtype`'s candidates for these weights on
+    this kind of CPU, or None when it has not measured them here."""
+    return runtimes.recorded_choice(*self._runtime_record(runtimes.candidates(runtime, dtype)))
 
   def onnx_file(self, quantization: str = "none") -> str:
     """The run's ONNX export in `<run>/onnx/` (float32 or dynamic int8), kept beside the

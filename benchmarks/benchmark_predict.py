@@ -25,6 +25,10 @@ whole pipeline, its workers' model loading included):
                batch and length), given the same length-sorted batches, tokenized by
                transformers' tokenizer
 
+A row with `auto` (`auto/auto`, `tensorflow/auto`: `--runtime`, `--dtype`) measures and
+chooses in each process (the run's record is removed first); the round's line says what it
+chose and how long the first batch took, measuring included (issue 86).
+
 A row `<runtime>/<dtype>@N` answers with the same run at N passes of the shared block
 (`--depths` prepares those runs: the same weights, `num_hidden_layers=N` in its record, as
 run_classifier.py --num_hidden_layers=N leaves it); its `x full` is its rows/s over the
@@ -172,26 +176,35 @@ def child(row: str, work: str) -> dict:
         model=os.path.join(work, "run"), input_file=os.path.join(work, "texts.jsonl"),
         output_file=os.path.join(out, "answers.jsonl"), batch_size=FLAGS.batch_size,
         runner="DirectRunner", direct_num_workers=1, progress=False, runtime=runtime,
-        dtype="bfloat16" if kind == "bfloat16" else "float32",
+        dtype="float32" if kind == "int8" else kind,
         quantization="dynamic_int8" if kind == "int8" else "none"))
     answers = [json.loads(line) for line in open(os.path.join(out, "answers-00000-of-00001.jsonl"))]
     return dict(rows_per_second=result["rows_per_second"], labels=[a["label"] for a in answers])
-  if row.startswith(("tensorflow", "onnxruntime")):
+  if row.startswith(("tensorflow", "onnxruntime", "auto")):
     from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
     row, _, depth = row.partition("@")
     runtime, kind = row.split("/")
-    options = dict(runtime=runtime)
-    if kind == "bfloat16":
-      options["dtype"] = "bfloat16"
+    options = dict(runtime=runtime, dtype="float32" if kind == "int8" else kind)
     if kind == "int8":
       options["quantization"] = "dynamic_int8"
-    predictor = Predictor.load(os.path.join(work, f"run@{depth}" if depth else "run"),
-                               FLAGS.batch_size, **options)
-    predictor.predict(texts[:max(FLAGS.batch_size, 8)])         # (the first traces)
+    run = os.path.join(work, f"run@{depth}" if depth else "run")
+    if "auto" in (runtime, kind):     # each process measures: the choice's spread shows
+      record = os.path.join(run, "onnx", "runtime.json")
+      if os.path.exists(record):
+        os.remove(record)
+    predictor = Predictor.load(run, FLAGS.batch_size, **options)
+    started = time.perf_counter()
+    predictor.predict(texts[:max(FLAGS.batch_size, 8)])   # (the first traces, or measures)
+    first = time.perf_counter() - started
     start = time.perf_counter()
     answers = predictor.predict(texts)
     seconds = time.perf_counter() - start
-    return dict(rows_per_second=len(texts) / seconds, labels=[a["label"] for a in answers])
+    result = dict(rows_per_second=len(texts) / seconds, labels=[a["label"] for a in answers],
+                  first_batch_seconds=first)
+    if "auto" in (runtime, kind):
+      with open(os.path.join(run, "onnx", "runtime.json"), encoding="utf-8") as f:
+        result["chose"] = json.load(f)["pair"]
+    return result
   import numpy as np  # pylint: disable=g-import-not-at-top
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
@@ -270,7 +283,10 @@ def main(argv):
       result = json.loads(found[0][len("RESULT "):])
       results[row].append(result["rows_per_second"])
       labels[row] = result["labels"]
-      print(f"round {round_ + 1} {row}: {result['rows_per_second']:.2f} rows/s", flush=True)
+      print(f"round {round_ + 1} {row}: {result['rows_per_second']:.2f} rows/s"
+            + (f", chose {result['chose']}" if "chose" in result else "")
+            + (f" (first batch {result['first_batch_seconds']:.1f} s)"
+               if "first_batch_seconds" in result else ""), flush=True)
   reference = labels.get("tensorflow/float32")
   base = {name: statistics.median(v) for name, v in results.items() if v}
   print(f"\n{'row':<22} {'rows/s':>8} {'x hf_pipeline':>14} {'x hf_onnx':>10} {'agreement':>10}")

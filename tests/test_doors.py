@@ -129,12 +129,12 @@ def _predict_doors(run, source, tmp_path, runtimes=("tensorflow", "onnxruntime")
     out = tmp_path / f"predict_{runtime}.jsonl"
     predict.run(predict.PredictOptions(model=str(run), input_file=source, output_file=str(out),
                                        id_column="id", runtime=runtime, progress=False,
-                                       chunk_rows=3))
+                                       chunk_rows=3, dtype="float32"))
     doors[f"predict.py --runtime={runtime}"] = _answers(out)
   predict.run(predict.PredictOptions(model=str(run), input_file=source, id_column="id",
                                      output_file=str(tmp_path / "beam" / "out.jsonl"),
                                      runner="DirectRunner", num_shards=1, progress=False,
-                                     runtime=beam_runtime))
+                                     runtime=beam_runtime, dtype="float32"))
   doors["predict.py --runner=DirectRunner"] = _answers(
       tmp_path / "beam" / "out-00000-of-00001.jsonl")
   return doors

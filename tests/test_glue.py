@@ -398,7 +398,7 @@ def test_fine_tuning_learns_and_writes_every_output(model_files, tmp_path, sourc
   from albert_tf import Predictor  # pylint: disable=import-outside-toplevel
   test = glue.read_examples(model_files["data"], glue.get_task("mrpc"), "test")
   for path in (out, out / "serving"):
-    answers = Predictor.load(str(path), batch_size=16).predict(
+    answers = Predictor.load(str(path), batch_size=16, dtype="float32").predict(
         [(e.text_a, e.text_b) for e in test])
     assert [a["label"] for a in answers] == [r[1] for r in rows[1:]]
     assert_close([[a["probabilities"][k] for k in ("0", "1")] for a in answers[:8]],
@@ -858,14 +858,15 @@ def test_an_sst2_run_answers_by_sst2_s_own_column_name_through_every_door(model_
     csv.writer(f).writerows([["sentence"]] + [[t] for t in texts])
   out = tmp_path / "predicted.jsonl"
   predict.run(predict.PredictOptions(model=str(run), input_file=str(source),
-                                     output_file=str(out), progress=False))
+                                     output_file=str(out), progress=False, dtype="float32"))
   assert [json.loads(line)["label"] for line in open(out)] == want
   # An older name of the same input: answered, with one note.
   capsys.readouterr()
   older = tmp_path / "older.csv"
   older.write_text("text\n" + "\n".join(texts) + "\n")
   predict.run(predict.PredictOptions(model=str(run), input_file=str(older),
-                                     output_file=str(tmp_path / "older.jsonl"), progress=False))
+                                     output_file=str(tmp_path / "older.jsonl"), progress=False,
+                                     dtype="float32"))
   assert capsys.readouterr().out.count("Note: 'text': read as this run's 'sentence'") == 1
   assert [json.loads(line)["label"] for line in open(tmp_path / "older.jsonl")] == want
   loaded = tf.saved_model.load(str(tmp_path / "serving"))

@@ -429,7 +429,7 @@ def test_tuned_thresholds_and_balanced_weights_find_rare_labels(model, tmp_path)
     target = tmp_path / f"predict_{threshold}.jsonl"
     predict.run(predict.PredictOptions(model=str(out), input_file=files["test"],
                                        output_file=str(target), progress=False,
-                                       multi_label_threshold=threshold))
+                                       multi_label_threshold=threshold, dtype="float32"))
     assert [p["labels"] for p in read_predictions(target)] == [
         [n for n, t in zip(record.labels, want) if p["probabilities"][n] > t]
         for p in predicted]
@@ -756,7 +756,7 @@ def test_a_student_of_fewer_passes_is_taught_by_its_teacher_and_is_an_ordinary_r
   assert run.model().encoder.config.num_hidden_layers == 1
   out = tmp_path / "predicted.jsonl"
   predict.run(predict.PredictOptions(model=str(tmp_path / "student"), input_file=files["test"],
-                                     output_file=str(out), progress=False))
+                                     output_file=str(out), progress=False, dtype="float32"))
   want = read_predictions(tmp_path / "student" / "test_predictions.jsonl")
   assert [g["label"] for g in read_predictions(out)] == [w["label"] for w in want]
   # --unlabeled_file: 40 labelled rows alone teach a pass little (0.64-0.73 at seeds 0-3);

@@ -668,7 +668,7 @@ def test_docs_transformers_blocks_apply_tuned_thresholds_as_the_run(start, tmp_p
   for place, code in blocks.items():
     scope = {"__name__": "docs"}
     exec(compile(code, place, "exec"), scope)  # pylint: disable=exec-used
-    want = Predictor.load(str(run)).predict(scope["texts"])
+    want = Predictor.load(str(run), dtype="float32").predict(scope["texts"])
     # (the pipeline lists a text's labels by score)
     assert [sorted(found) for found in scope["labels"]] == [sorted(w["labels"]) for w in want]
     at_half = [[n for n, p in w["probabilities"].items() if p > 0.5] for w in want]

@@ -57,7 +57,7 @@ def _packed_logits(run_dir, texts):
 
 
 def test_the_predictor_answers_in_input_order_as_the_full_length_model(topics_run):
-  predictor = Predictor.load(str(topics_run), batch_size=2)
+  predictor = Predictor.load(str(topics_run), batch_size=2, dtype="float32")
   answers = predictor.predict(TEXTS)
   logits = _packed_logits(topics_run, TEXTS)
   want = 1 / (1 + np.exp(-logits))
@@ -67,7 +67,8 @@ def test_the_predictor_answers_in_input_order_as_the_full_length_model(topics_ru
   assert [a["labels"] for a in answers] == [
       [name for name, p in zip(labels, row) if p > 0.5] for row in got]
   # Dicts by the run's text column, and one batch of everything: the same answers.
-  again = Predictor.load(str(topics_run), batch_size=100).predict([{"text": t} for t in TEXTS])
+  again = Predictor.load(str(topics_run), batch_size=100, dtype="float32").predict(
+      [{"text": t} for t in TEXTS])
   assert [a["labels"] for a in again] == [a["labels"] for a in answers]
   with pytest.raises(ValueError, match=r"example 1: no field 'text'; this run reads 'text'"):
     predictor.predict(["fine", {"sentence": "no"}])
@@ -78,19 +79,21 @@ def test_predict_py_writes_one_answer_per_line_with_index_and_id(topics_run, tmp
   source = tmp_path / "new.jsonl"
   source.write_text("".join(json.dumps(r) + "\n" for r in rows))
   out = tmp_path / "answers" / "topics.jsonl"
-  done = run_script("predict.py", f"--model={topics_run}", f"--input_file={source}",
+  done = run_script("predict.py", "--dtype=float32", f"--model={topics_run}",
+                    f"--input_file={source}",
                     f"--output_file={out}", "--id_column=id", "--batch_size=3", "--noprogress",
                     "--chunk_rows=2")     # (read, answered and written 2 rows at a time)
   assert done.returncode == 0, done.stderr[-3000:]
   assert f"Wrote {len(TEXTS)} answers to {out}" in done.stdout
   answers = [json.loads(line) for line in out.read_text().splitlines()]
   assert [(a["index"], a["id"]) for a in answers] == [(i, f"n{i}") for i in range(len(TEXTS))]
-  direct = Predictor.load(str(topics_run)).predict(TEXTS)
+  direct = Predictor.load(str(topics_run), dtype="float32").predict(TEXTS)
   assert [a["labels"] for a in answers] == [d["labels"] for d in direct]
   # .txt: one text per line; an existing output file is never overwritten.
   text = tmp_path / "new.txt"
   text.write_text("\n".join(t.replace("\n", " ") for t in TEXTS) + "\n")
-  done = run_script("predict.py", f"--model={topics_run}", f"--input_file={text}",
+  done = run_script("predict.py", "--dtype=float32", f"--model={topics_run}",
+                    f"--input_file={text}",
                     f"--output_file={out}", "--noprogress")
   assert done.returncode != 0 and "--output_file=" in done.stderr and "exists" in done.stderr
   assert [json.loads(line) for line in out.read_text().splitlines()] == answers
@@ -102,7 +105,7 @@ def test_a_glue_pair_run_reads_sentence_pairs(tmp_path, spm_model):
   source = tmp_path / "pairs.tsv"
   source.write_text("sentence1\tsentence2\n" + "".join(f"{a}\t{b}\n" for a, b in pairs))
   out = tmp_path / "mrpc.jsonl"
-  done = run_script("predict.py", f"--model={run_dir}", f"--input_file={source}",
+  done = run_script("predict.py", "--dtype=float32", f"--model={run_dir}", f"--input_file={source}",
                     f"--output_file={out}", "--noprogress")
   assert done.returncode == 0, done.stderr[-3000:]
   answers = [json.loads(line) for line in out.read_text().splitlines()]
@@ -113,7 +116,7 @@ def test_a_glue_pair_run_reads_sentence_pairs(tmp_path, spm_model):
   assert [a["label"] for a in answers] == [str(i) for i in probabilities.argmax(-1)]
   text = tmp_path / "one.txt"
   text.write_text("one text\n")
-  done = run_script("predict.py", f"--model={run_dir}", f"--input_file={text}",
+  done = run_script("predict.py", "--dtype=float32", f"--model={run_dir}", f"--input_file={text}",
                     f"--output_file={tmp_path / 'never.jsonl'}", "--noprogress")
   assert done.returncode != 0 and "reads 2 fields (sentence1, sentence2)" in done.stderr
   assert not (tmp_path / "never.jsonl").exists()
@@ -127,24 +130,26 @@ def test_onnxruntime_int8_and_bfloat16_answer_as_float32_tensorflow(topics_run, 
   shutil.copytree(topics_run, run)
   labels = ["code", "data", "files", "system"]
   table = lambda answers: np.array([[a["probabilities"][k] for k in labels] for a in answers])
-  want = table(Predictor.load(str(run), batch_size=3).predict(TEXTS))
-  got = table(Predictor.load(str(run), batch_size=3, runtime="onnxruntime").predict(TEXTS))
+  want = table(Predictor.load(str(run), batch_size=3, dtype="float32").predict(TEXTS))
+  got = table(Predictor.load(str(run), batch_size=3, runtime="onnxruntime",
+                             dtype="float32").predict(TEXTS))
   assert_close(got, want, 1e-5)
   made = (run / "onnx" / "predict.onnx").stat().st_mtime_ns
-  Predictor.load(str(run), runtime="onnxruntime")           # kept: not written again
+  Predictor.load(str(run), runtime="onnxruntime", dtype="float32")    # kept: not written again
   assert (run / "onnx" / "predict.onnx").stat().st_mtime_ns == made
   # New best weights: the ONNX export is written again, and answers as they do.
   other = runs.Run.read(str(run)).model()
   other.classifier.output_weights.assign(-other.classifier.output_weights)
   runs.write_run(str(run), runs.read_record(str(run)), other)
-  flipped = Predictor.load(str(run), batch_size=3, runtime="onnxruntime")
+  flipped = Predictor.load(str(run), batch_size=3, runtime="onnxruntime", dtype="float32")
   assert (run / "onnx" / "predict.onnx").stat().st_mtime_ns != made
-  assert_close(table(flipped.predict(TEXTS)), table(Predictor.load(str(run)).predict(TEXTS)),
+  assert_close(table(flipped.predict(TEXTS)),
+               table(Predictor.load(str(run), dtype="float32").predict(TEXTS)),
                1e-5)
   shutil.rmtree(run)
   shutil.copytree(topics_run, run)
   int8 = table(Predictor.load(str(run), runtime="onnxruntime",
-                              quantization="dynamic_int8").predict(TEXTS))
+                              quantization="dynamic_int8", dtype="float32").predict(TEXTS))
   assert (run / "onnx" / "predict-int8.onnx").exists()
   assert np.abs(int8 - want).max() < 0.05 and not np.array_equal(int8, want)
   bfloat16 = table(Predictor.load(str(run), dtype="bfloat16").predict(TEXTS))
@@ -152,7 +157,7 @@ def test_onnxruntime_int8_and_bfloat16_answer_as_float32_tensorflow(topics_run, 
   with pytest.raises(ValueError, match="--dtype=bfloat16 is TensorFlow's"):
     Predictor.load(str(run), runtime="onnxruntime", dtype="bfloat16")
   with pytest.raises(ValueError, match="--quantization=dynamic_int8 is onnxruntime's"):
-    Predictor.load(str(run), quantization="dynamic_int8")
+    Predictor.load(str(run), quantization="dynamic_int8", dtype="float32")
 
 
 def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topics_run, tmp_path,
@@ -169,37 +174,121 @@ def test_runtime_auto_answers_with_the_faster_and_records_why_for_this_cpu(topic
   shutil.copytree(topics_run, run)
   labels = ["code", "data", "files", "system"]
   table = lambda answers: np.array([[a["probabilities"][k] for k in labels] for a in answers])
-  want = table(Predictor.load(str(run), batch_size=3).predict(TEXTS))
+  want = table(Predictor.load(str(run), batch_size=3, dtype="float32").predict(TEXTS))
   capsys.readouterr()
-  assert_close(table(Predictor.load(str(run), batch_size=3, runtime="auto").predict(TEXTS)),
+  assert_close(table(Predictor.load(str(run), batch_size=3, runtime="auto",
+                                    dtype="float32").predict(TEXTS)),
                want, 1e-5)
   record_file = run / "onnx" / "runtime.json"
   record = json.loads(record_file.read_text())
   rates = record["rows_per_second"]
-  assert set(rates) == {"tensorflow", "onnxruntime"} and min(rates.values()) > 0
-  assert record["runtime"] == max(rates, key=rates.get)
+  assert set(rates) == {"tensorflow/float32", "onnxruntime/float32"} and min(rates.values()) > 0
+  assert record["pair"] == max(rates, key=rates.get)
   assert record["host"] == runtimes.host_kind()
   assert record["weights"] == runs.weights_fingerprint(runs.Run.read(str(run)).checkpoint)
   printed = capsys.readouterr().out
-  assert f"--runtime=auto: {record['runtime']} (tensorflow " in printed, printed
-  assert "rows/s on a batch of 3x" in printed
+  assert f"--runtime=auto: {record['pair']} (tensorflow/float32 " in printed, printed
+  assert "rows/s (on 3x" in printed and "pieces of the first batch)" in printed
 
   made = record_file.stat().st_mtime_ns
   inputs = tmp_path / "texts.txt"
   inputs.write_text("\n".join(TEXTS) + "\n")
   predict.run(predict.PredictOptions(model=str(run), input_file=str(inputs),
                                      output_file=str(tmp_path / "out.jsonl"), runtime="auto",
-                                     batch_size=3, progress=False))
+                                     batch_size=3, progress=False, dtype="float32"))
   assert record_file.stat().st_mtime_ns == made
   assert "as measured on this CPU before" in capsys.readouterr().out
   answers = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
   assert_close(table(answers), want, 1e-5)
 
   record_file.write_text(json.dumps(dict(record, host="another CPU")))
-  Predictor.load(str(run), batch_size=3, runtime="auto").predict(TEXTS[:3])
+  Predictor.load(str(run), batch_size=3, runtime="auto", dtype="float32").predict(TEXTS[:3])
   assert json.loads(record_file.read_text())["host"] == runtimes.host_kind()
   with pytest.raises(ValueError, match="--dtype=bfloat16 is TensorFlow's"):
-    Predictor.load(str(run), runtime="auto", dtype="bfloat16")
+    Predictor.load(str(run), runtime="onnxruntime", dtype="bfloat16")
+  # A record of an older albert_tf (a runtime, float32 only) still holds for the two.
+  record_file.write_text(json.dumps(dict(host=runtimes.host_kind(), weights=record["weights"],
+                                         runtime="onnxruntime", reason="older")))
+  capsys.readouterr()
+  Predictor.load(str(run), batch_size=3, runtime="auto", dtype="float32")
+  assert "--runtime=auto: onnxruntime/float32, as measured on this CPU before (older" in (
+      capsys.readouterr().out)
+
+
+# Rows/s of ALBERT-base (b8 s128, 2 cores) as issue 86 and docs/performance.md measured
+# them: bfloat16 3.4x float32 on an Intel Xeon with AMX; 0.87x on an AMD EPYC with AVX2
+# only (no bfloat16 instructions: emulated).
+AMX = {"tensorflow/float32": 14.09, "tensorflow/bfloat16": 47.98, "onnxruntime/float32": 11.4}
+AVX2 = {"tensorflow/float32": 6.75, "tensorflow/bfloat16": 5.88, "onnxruntime/float32": 6.08}
+
+
+def test_auto_takes_bfloat16_only_where_it_is_clearly_faster_and_answers_alike():
+  """The rule, with the rates given: the fastest float32 pair, replaced by bfloat16 only at
+  1.05x its speed or more with the same answers; each reason says why."""
+  from albert_tf.export.runtimes import choose  # pylint: disable=import-outside-toplevel
+  alike = {"tensorflow/bfloat16": None}
+  pair, why = choose(AMX, alike)
+  assert pair == "tensorflow/bfloat16", why
+  assert "tensorflow/bfloat16: the same answers, 3.41x float32's speed" in why
+  assert "tensorflow/float32 14.1 rows/s" in why
+  pair, why = choose(AVX2, alike)
+  assert pair == "tensorflow/float32" and "under 1.05x float32's speed" in why, why
+  pair, why = choose(AMX, {"tensorflow/bfloat16": "row 3 of the batch answered x"})
+  assert pair == "tensorflow/float32" and "not taken: row 3 of the batch answered x" in why
+  # ONNX Runtime the faster float32: bfloat16 is weighed against it.
+  pair, _ = choose(dict(AVX2, **{"onnxruntime/float32": 7.0}), alike)
+  assert pair == "onnxruntime/float32"
+  pair, _ = choose({"tensorflow/float32": 6.0, "tensorflow/bfloat16": 7.2,
+                    "onnxruntime/float32": 7.0}, alike)
+  assert pair == "onnxruntime/float32"                 # 7.2 < 1.05 x 7.0
+  assert choose({"tensorflow/float32": 1.0, "tensorflow/bfloat16": 1.06}, alike)[0] == (
+      "tensorflow/bfloat16")
+
+
+@pytest.mark.parametrize("machine", ["AMX", "AVX2"])
+def test_predict_auto_auto_takes_bfloat16_on_amx_and_float32_without_it(
+    topics_run, tmp_path, capsys, monkeypatch, machine):
+  """predict.py --runtime=auto --dtype=auto, the three pairs' rates injected as measured on
+  each CPU kind: the AMX machine's answers come from bfloat16 (its labels those of
+  float32, checked on the batch), the AVX2 machine's from float32; the line printed and
+  the record say which and why, and Beam takes the recorded pair."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from albert_tf.export import runtimes  # pylint: disable=import-outside-toplevel
+  from albert_tf.commands import predict, predict_beam  # pylint: disable=import-outside-toplevel
+  rates = {"AMX": AMX, "AVX2": AVX2}[machine]
+  timed = []
+  monkeypatch.setattr(runtimes, "TIME", lambda pair, forward, batch: (
+      timed.append(pair) or len(batch["input_word_ids"]) / rates[pair]))
+  run = tmp_path / "topics"
+  shutil.copytree(topics_run, run)
+  inputs = tmp_path / "texts.txt"
+  inputs.write_text("\n".join(TEXTS) + "\n")
+  capsys.readouterr()
+  predict.run(predict.PredictOptions(model=str(run), input_file=str(inputs), batch_size=4,
+                                     output_file=str(tmp_path / "out.jsonl"), runtime="auto",
+                                     dtype="auto", progress=False))
+  assert sorted(timed) == sorted(runtimes.PAIRS)
+  want = "tensorflow/bfloat16" if machine == "AMX" else "tensorflow/float32"
+  printed = capsys.readouterr().out
+  assert f"--runtime=auto --dtype=auto: {want} (" in printed, printed
+  record = json.loads((run / "onnx" / "runtime.json").read_text())
+  assert (record["pair"], record["dtype"]) == (want, want.split("/")[1])
+  assert record["candidates"] == list(runtimes.PAIRS)
+  labels = ["code", "data", "files", "system"]
+  answers = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+  table = lambda answers: np.array([[a["probabilities"][k] for k in labels] for a in answers])
+  chosen = Predictor.load(str(run), batch_size=4, dtype=want.split("/")[1]).predict(TEXTS)
+  float32 = Predictor.load(str(run), batch_size=4, dtype="float32").predict(TEXTS)
+  assert [a["labels"] for a in answers] == [d["labels"] for d in float32]
+  assert_close(table(answers), table(chosen), 1e-5)
+  difference = np.abs(table(answers) - table(float32)).max()
+  assert (0 < difference < 0.03) if machine == "AMX" else difference < 1e-5, difference
+  assert predict_beam.auto_pair(runs.Run.read(str(run)), "auto", "auto", "none") == tuple(
+      want.split("/"))
+  # A pair never measured for these candidates: Beam takes float32 TensorFlow and says so.
+  assert predict_beam.auto_pair(runs.Run.read(str(run)), "tensorflow", "auto", "none") == (
+      "tensorflow", "float32")
+  assert "nothing measured on this CPU" in capsys.readouterr().out
 
 
 def _write_rows(path, rows):
@@ -254,7 +343,7 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
     with pytest.raises(files.WriteFailed, match=r"cannot write .*never.jsonl: No space left on device") as failed:
       predict.run(predict.PredictOptions(
           model=str(topics_run), input_file=_write_rows(tmp_path / "e.jsonl", [good] * 3),
-          output_file=str(tmp_path / "never.jsonl"), progress=False, chunk_rows=1))
+          output_file=str(tmp_path / "never.jsonl"), progress=False, chunk_rows=1, dtype="float32"))
   assert failed.value.exit_code == 1 and "\n" not in str(failed.value)
   assert not list(tmp_path.glob("never.jsonl*"))
   refused(_write_rows(tmp_path / "d.jsonl", [good]), r"d.jsonl:1: no column 'key'",
@@ -269,10 +358,11 @@ def test_bad_inputs_are_one_line_naming_the_file_and_line_and_nothing_is_written
   source.write_text("the list\n\nthe thread\n")
   out = tmp_path / "texts.jsonl"
   predict.run(predict.PredictOptions(model=str(topics_run), input_file=str(source),
-                                     output_file=str(out), progress=False))
+                                     output_file=str(out), progress=False, dtype="float32"))
   answers = [json.loads(line) for line in out.read_text().splitlines()]
   assert [a["index"] for a in answers] == [0, 1, 2]
-  assert answers[1]["labels"] == Predictor.load(str(topics_run)).predict([""])[0]["labels"]
+  assert answers[1]["labels"] == Predictor.load(str(topics_run), dtype="float32").predict(
+      [""])[0]["labels"]
 
 
 def test_chunks_hold_every_line_once_and_count_the_rows_before_them(tmp_path):
@@ -317,10 +407,11 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   rows[20] = dict(id="r20", text="not the run's column")
   source = _write_rows(tmp_path / "rows.jsonl", rows)
   good = [(i, r) for i, r in enumerate(rows) if isinstance(r, dict) and "description" in r]
-  local = {r["id"]: a for (_, r), a in zip(good, Predictor.load(str(run)).predict(
+  local = {r["id"]: a for (_, r), a in zip(good, Predictor.load(str(run), dtype="float32").predict(
       [r["description"] for _, r in good]))}
   flags = dict(model=str(run), input_file=source, id_column="id", runner="DirectRunner",
-               direct_num_workers=2, num_shards=3, progress=False, max_error_rate=0.05)
+               direct_num_workers=2, num_shards=3, progress=False, max_error_rate=0.05,
+               dtype="float32")
   result = predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"),
                                               **flags))
   assert (result["rows"], result["errors"]) == (58, 2)
@@ -351,7 +442,8 @@ def test_beam_runinference_answers_as_the_local_path_and_reruns_byte_for_byte(
   with pytest.raises(FileExistsError, match="out-00000-of-00003.jsonl"):
     predict.run(predict.PredictOptions(output_file=str(tmp_path / "a" / "out.jsonl"), **flags))
   # The serving export as --model: the same answers.
-  again = Predictor.load(str(run / "serving")).predict([r["description"] for _, r in good[:10]])
+  again = Predictor.load(str(run / "serving"), dtype="float32").predict(
+      [r["description"] for _, r in good[:10]])
   assert [a["labels"] for a in again] == [local[r["id"]]["labels"] for _, r in good[:10]]
 
 
@@ -396,10 +488,10 @@ def test_beam_sends_a_squad_row_without_context_to_the_errors_and_refuses_a_non_
   source = _write_rows(tmp_path / "questions.jsonl", rows)
   predict.run(predict.PredictOptions(model=run, input_file=source, runner="DirectRunner",
                                      output_file=str(tmp_path / "out" / "a.jsonl"),
-                                     progress=False, max_error_rate=0.5))
+                                     progress=False, max_error_rate=0.5, dtype="float32"))
   answers = [json.loads(line) for line in
              (tmp_path / "out" / "a-00000-of-00001.jsonl").read_text().splitlines()]
-  local = Predictor.load(run).predict([rows[0], rows[2]])
+  local = Predictor.load(run, dtype="float32").predict([rows[0], rows[2]])
   assert [a["index"] for a in answers] == [0, 2]
   for got, want in zip(answers, local):
     assert (got["answer"], got["start"], got["has_answer"]) == (
@@ -415,11 +507,12 @@ def test_beam_sends_a_squad_row_without_context_to_the_errors_and_refuses_a_non_
                      r".*bad.jsonl:1: no context"):
     predict.run(predict.PredictOptions(model=run, input_file=bad, runner="DirectRunner",
                                        output_file=str(tmp_path / "out" / "bad.jsonl"),
-                                       progress=False))
+                                       progress=False, dtype="float32"))
   assert len((tmp_path / "out" / "bad-errors.jsonl").read_text().splitlines()) == 2
   (tmp_path / "plain").mkdir()
   with pytest.raises(ValueError, match=r"--model=.*plain is neither a run directory"):
     predict.run(predict.PredictOptions(model=str(tmp_path / "plain"), input_file=source,
                                        runner="DirectRunner", progress=False,
-                                       output_file=str(tmp_path / "never" / "a.jsonl")))
+                                       output_file=str(tmp_path / "never" / "a.jsonl"),
+                                       dtype="float32"))
   assert not (tmp_path / "never").exists()

@@ -193,7 +193,7 @@ def test_run_race_learns_a_generated_set_and_writes_its_outputs(tmp_path, spm_mo
   answers = tmp_path / "answers.jsonl"
   predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
                                      output_file=str(answers), id_column="id", batch_size=7,
-                                     progress=False))
+                                     progress=False, dtype="float32"))
   got = [json.loads(line) for line in open(answers)]
   assert [(g["index"], g["id"]) for g in got] == [(i, e.qas_id) for i, e in enumerate(examples)]
   assert [g["choice"] for g in got] == [w["choice"] for w in written]

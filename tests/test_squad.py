@@ -433,7 +433,8 @@ def check_predict_py(out, dataset, predictions, nbest, tmp_path, count=60):
   source.write_text("".join(json.dumps(q) + "\n" for q in questions))
   predict.run(predict.PredictOptions(model=str(out), input_file=str(source),
                                      output_file=str(tmp_path / "answers.jsonl"),
-                                     id_column="id", batch_size=16, progress=False))
+                                     id_column="id", batch_size=16, progress=False,
+                                     dtype="float32"))
   got = [json.loads(line) for line in open(tmp_path / "answers.jsonl")]
   assert [g["id"] for g in got] == [q["id"] for q in questions]
   assert [g["answer"] for g in got] == [predictions[q["id"]] for q in questions]
@@ -521,7 +522,7 @@ def test_run_squad_v2_learns_answers_and_abstentions(squad_files, tmp_path, lear
     empty = tmp_path / "no_context.jsonl"
     empty.write_text(json.dumps(dict(question="who?", context=" ")) + "\n")
     predict.run(predict.PredictOptions(model=str(out), input_file=str(empty),
-                                       output_file=str(tmp_path / "never.jsonl")))
+                                       output_file=str(tmp_path / "never.jsonl"), dtype="float32"))
   assert not (tmp_path / "never.jsonl").exists()
   # A threshold chosen elsewhere is applied as given, without touching the dev figures' choice.
   high = question_answering.run(squad_options(squad_files, out, True, do_train=False,

@@ -177,5 +177,5 @@ def test_a_keras_hub_preset_tokenizes_raw_text_as_albert_tf(spm_model, tmp_path)
   logits = np.asarray(task.predict(np.array(raw), verbose=0))
   theirs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
   ours = [[a["probabilities"][k] for k in ("neg", "pos")]
-          for a in Predictor.load(str(run)).predict(raw)]
+          for a in Predictor.load(str(run), dtype="float32").predict(raw)]
   np.testing.assert_allclose(theirs, ours, atol=1e-5)

@@ -14,7 +14,8 @@ tagger's run runs as its serving export, made in the run directory on first use 
 with `tf.saved_model.load` after importing tensorflow_text; Beam's own TFModelHandlerTensor
 cannot load it on TensorFlow 2.16+ (it loads with Keras 3's `load_model`). A SQuAD or RACE
 run, or any run with --runtime=onnxruntime or --dtype=bfloat16, is read from the run
-directory itself. The batches are made per chunk, sorted by length as the local path's
+directory itself. `auto` in --runtime or --dtype (--dtype's default) takes what the local
+path measured and recorded for this CPU and run (`auto_pair`), else TensorFlow float32. The batches are made per chunk, sorted by length as the local path's
 are, so the answers are the local path's. Files are read and written through Beam's
 FileSystems (gs://, s3://, hdfs://, local).
 """
@@ -32,6 +33,7 @@ from apache_beam.ml.inference.base import (KeyedModelHandler, ModelHandler, Pred
 from albert_tf import runs
 from albert_tf.data import own, pipeline
 from albert_tf.data.pipeline import Chunk, chunk_lines, count_chunk, is_row
+from albert_tf.export import runtimes
 from albert_tf.export.runtimes import AUTO
 from albert_tf.predictor import Predictor, answer_line
 
@@ -199,6 +201,30 @@ def outputs(output_file: str, num_shards: int) -> Tuple[str, List[str], str]:
           f"{prefix}-errors.jsonl")
 
 
+def auto_pair(run: Optional["runs.Run"], runtime: str, dtype: str, quantization: str
+              ) -> Tuple[str, str]:
+  """(runtime, dtype) for `auto` in either: the only pair they allow; TensorFlow in float32
+  for a serving export or a run that answers through its own graph (as the local path
+  takes); else what the local path measured and recorded for this CPU, these weights and
+  these candidates (`runs.Run.recorded_pair`), or, when it has not, the fastest float32
+  pair's first candidate (the workers cannot measure one batch for all: each would choose
+  alone)."""
+  if quantization != "none":     # ONNX Runtime's int8 (refused with another runtime)
+    return ("onnxruntime" if runtime == AUTO else runtime, "float32" if dtype == AUTO else dtype)
+  pairs = runtimes.candidates(runtime, dtype)
+  if len(pairs) == 1:
+    return tuple(pairs[0].split("/"))
+  if run is None or run.kind.graph is not None:
+    return ("tensorflow", "float32")
+  pair = run.recorded_pair(runtime, dtype)
+  if pair is None:
+    pair = pairs[0]
+    print(f"auto: {pair} (nothing measured on this CPU for this run's --runtime={runtime} "
+          f"--dtype={dtype}; predict.py with the same flags and without --runner measures "
+          "and records a choice)")
+  return tuple(pair.split("/"))
+
+
 def run(opts) -> Dict[str, object]:
   """predict.py with --runner: `opts` are its PredictOptions."""
   import time  # pylint: disable=g-import-not-at-top
@@ -213,15 +239,11 @@ def run(opts) -> Dict[str, object]:
       opts.input_file, "--input_file")
   run = runs.Run.read(opts.model, "--model", kinds=runs.answering()) \
       if runs.Run.exists(opts.model) else None
-  runtime = opts.runtime
-  if runtime == AUTO:   # decided here, once: every worker then runs the same
-    runtime = run is not None and run.recorded_runtime()
-    if not runtime:
-      runtime = "tensorflow"
-      print("--runtime=auto: tensorflow (no choice measured on this CPU for this run; "
-            "predict.py --runtime=auto without --runner measures and records one)")
-  choices = dict(runtime=runtime, dtype=opts.dtype, quantization=opts.quantization)
-  if runtime == "tensorflow" and opts.dtype == "float32":
+  runtime, dtype = opts.runtime, opts.dtype
+  if AUTO in (runtime, dtype):   # decided here, once: every worker then runs the same
+    runtime, dtype = auto_pair(run, runtime, dtype, opts.quantization)
+  choices = dict(runtime=runtime, dtype=dtype, quantization=opts.quantization)
+  if runtime == "tensorflow" and dtype == "float32":
     # What the workers load: a serving export as given; a run's (kept beside it), if its
     # kind has one; any other run itself.
     model = run.serving_export() if run is not None else opts.model

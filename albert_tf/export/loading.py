@@ -91,10 +91,12 @@ def serving_answering(path: str, flag: str = "--model", runtime: str = "tensorfl
   if record.kind not in SERVING_KINDS or not tf.io.gfile.exists(
       os.path.join(path, "saved_model.pb")):
     return None
-  if runtime == "auto":
-    print(f"--runtime=auto: tensorflow ({flag}={path} is a serving export, which runs as it "
-          "was saved)")
-    runtime = "tensorflow"
+  for name, value, taken in (("runtime", runtime, "tensorflow"), ("dtype", dtype, "float32")):
+    if value == "auto":
+      print(f"--{name}=auto: {taken} ({flag}={path} is a serving export, which runs as it "
+            "was saved)")
+  runtime = "tensorflow" if runtime == "auto" else runtime
+  dtype = "float32" if dtype == "auto" else dtype
   if runtime != "tensorflow" or dtype != "float32":
     raise ValueError(f"{flag}={path} is a serving export, which runs as it was saved "
                      "(TensorFlow, float32); give its run directory for --runtime or --dtype")

@@ -1,6 +1,14 @@
-"""What answers a packed batch: a model under TensorFlow, or its ONNX export under ONNX
-Runtime, each a `forward` (NumPy inputs, named as the ONNX export's -> named NumPy
-outputs), and `--runtime=auto`'s choice between them, measured once per CPU and weights.
+"""What answers a packed batch: a model under TensorFlow (float32 or bfloat16), or its ONNX
+export under ONNX Runtime, each a `forward` (NumPy inputs, named as the ONNX export's ->
+named NumPy outputs), and `auto`'s choice among these pairs, measured once per CPU and
+weights.
+
+A pair is "runtime/dtype" (`PAIRS`). `--runtime=auto` weighs every runtime, `--dtype=auto`
+every dtype, both every pair (`candidates`). The rule (`choose`): the fastest pair on the
+first batch, except that a bfloat16 pair must be `BFLOAT16_MARGIN` times as fast as the
+fastest float32 pair and give that batch the float32 answers (labels, label sets, spans,
+choices; scores within the problem's tolerance): it trades precision for speed, and takes
+the trade only where the answers stay.
 
 A run's forward is made by its owner (`albert_tf.runs.Run.answering`) from these; nothing
 here knows what a run is.
@@ -9,7 +17,7 @@ here knows what a run is.
 import json
 import os
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -22,7 +30,57 @@ AUTO = "auto"
 DTYPES = ("float32", "bfloat16")
 QUANTIZATIONS = ("none", "dynamic_int8")
 
+# The runtime-dtype pairs a run can answer with: ONNX Runtime runs float32 (its int8 is
+# `--quantization`'s, which changes the answers, so auto never takes it).
+PAIRS = ("tensorflow/float32", "tensorflow/bfloat16", "onnxruntime/float32")
+# bfloat16 is taken only when it answers at least this much faster than float32 (below it,
+# the gain is within the first batch's timing noise and not worth the precision).
+BFLOAT16_MARGIN = 1.05
+# What `measured_choice` times: the first batch's first rows, up to this many pieces (at
+# least one row): ALBERT-base's 32 x 316 pieces took 4 float32 calls of 8.6 s each.
+MEASURED_PIECES = 2048
+
 Forward = Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]
+# (float32 outputs, a candidate's outputs) -> None when they give the same answers, else
+# what differs (one line).
+Agreement = Callable[[Dict[str, np.ndarray], Dict[str, np.ndarray]], Optional[str]]
+
+
+def candidates(runtime: str, dtype: str, flag: str = "--runtime") -> List[str]:
+  """The pairs (`PAIRS`) `runtime` and `dtype` allow, `AUTO` meaning any; an error naming
+  the flags when none does."""
+  pairs = [p for p in PAIRS
+           if runtime in (AUTO, p.split("/")[0]) and dtype in (AUTO, p.split("/")[1])]
+  if not pairs:
+    raise ValueError(f"--dtype={dtype} is TensorFlow's; {flag}={runtime} runs float32, or "
+                     "int8 with --quantization=dynamic_int8")
+  return pairs
+
+
+def is_float32(pair: str) -> bool:
+  return pair.endswith("/float32")
+
+
+def choose(rates: Dict[str, float], differences: Dict[str, Optional[str]]
+           ) -> Tuple[str, str]:
+  """(the pair to answer with, why) from the rows/s each pair answered the first batch at
+  (`rates`) and, for each bfloat16 pair, what in its answers differed from float32's
+  (`differences`: None when nothing did). Float32 pairs: the fastest. A bfloat16 pair
+  replaces it only when at least `BFLOAT16_MARGIN` times as fast and answering alike."""
+  float32 = {p: r for p, r in rates.items() if is_float32(p)}
+  best = max(float32, key=float32.get)
+  why = ", ".join(f"{p} {r:.1f} rows/s" for p, r in rates.items())
+  notes = []
+  for pair in sorted((p for p in rates if not is_float32(p)), key=rates.get, reverse=True):
+    if differences.get(pair):
+      notes.append(f"{pair} not taken: {differences[pair]}")
+    elif rates[pair] < BFLOAT16_MARGIN * rates[best]:
+      notes.append(f"{pair} not taken: under {BFLOAT16_MARGIN:.2f}x float32's speed")
+    else:
+      notes.append(f"{pair}: the same answers, {rates[pair] / rates[best]:.2f}x float32's speed")
+      best = pair
+      break
+  return best, "; ".join([why] + notes)
 
 
 def tensorflow_forward(model) -> Forward:
@@ -74,51 +132,84 @@ def host_kind() -> str:
   return f"{name} ({' '.join(w for w in wanted if w in present)}), {os.cpu_count()} CPUs"
 
 
-def recorded_choice(path: str, key: Dict[str, str]) -> Optional[str]:
-  """The runtime `--runtime=auto` recorded in `path` for `key` (this CPU, these weights),
-  or None when it has not measured here (printed when found)."""
+def recorded_choice(path: str, key: Dict[str, object], flag: str = "auto") -> Optional[str]:
+  """The pair `auto` recorded in `path` for `key` (this CPU, these weights, these
+  candidates), or None when it has not measured them here (printed when found). A record
+  of an older albert_tf (a runtime, float32) holds for TensorFlow against ONNX Runtime."""
   try:
     with open(path, encoding="utf-8") as f:
       recorded = json.load(f)
   except (OSError, ValueError):
     return None
-  if not (all(recorded.get(k) == v for k, v in key.items())
-          and recorded.get("runtime") in RUNTIMES):
+  if "pair" not in recorded and recorded.get("runtime") in RUNTIMES:
+    recorded = dict(recorded, pair=f"{recorded['runtime']}/float32",
+                    candidates=["tensorflow/float32", "onnxruntime/float32"])
+  if not (all(recorded.get(k) == v for k, v in key.items()) and recorded.get("pair") in PAIRS):
     return None
-  print(f"--runtime=auto: {recorded['runtime']}, as measured on this CPU before "
+  print(f"{flag}: {recorded['pair']}, as measured on this CPU before "
         f"({recorded.get('reason')}; {path})")
-  return recorded["runtime"]
+  return recorded["pair"]
 
 
-def measured_choice(candidates: Dict[str, Forward], path: str, key: Dict[str, str]
-                    ) -> Forward:
-  """A forward that times every candidate on the first batch it is given (best of 3,
-  after a first call that traces and warms up), answers it with the fastest, keeps that
-  one, and records the choice and its reason in `path` with `key`."""
+def best_of_3(pair: str, forward: Forward, batch: Dict[str, np.ndarray]) -> float:
+  """The seconds `forward` (the pair `pair`'s, warmed up) takes on `batch`, best of 3."""
+  del pair
+  best = float("inf")
+  for _ in range(3):
+    started = time.perf_counter()
+    forward(batch)
+    best = min(best, time.perf_counter() - started)
+  return best
+
+
+# How `measured_choice` times a candidate; tests replace it to drive the choice.
+TIME: Callable[[str, Forward, Dict[str, np.ndarray]], float] = best_of_3
+
+
+def measured_choice(candidates: Dict[str, Forward], path: str, key: Dict[str, object],
+                    agree: Agreement, flag: str = "auto") -> Forward:
+  """A forward that times every candidate pair on the first batch it is given (its first
+  rows, up to `MEASURED_PIECES` pieces: best of 3, after a first call that traces and warms
+  up), checks each bfloat16 pair's answers of those rows against the float32 ones
+  (`agree`), answers the batch with the pair `choose` takes, keeps that one (the others are
+  let go), and records the choice and its reason in `path` with `key`."""
   chosen = []
 
   def forward(batch):
     if chosen:
       return chosen[0](batch)
-    rows = len(next(iter(batch.values())))
+    ids = np.asarray(batch["input_word_ids"])
+    rows = max(1, min(len(ids), MEASURED_PIECES // max(1, int(np.prod(ids.shape[1:])))))
+    sample = {k: v[:rows] for k, v in batch.items()}
     seconds, outputs = {}, {}
     for name, candidate in candidates.items():
-      outputs[name] = candidate(batch)           # first call: tracing, sessions warmed up
-      best = float("inf")
-      for _ in range(3):
-        started = time.perf_counter()
-        candidate(batch)
-        best = min(best, time.perf_counter() - started)
-      seconds[name] = best
-    name = min(seconds, key=seconds.get)
-    shape = "x".join(str(d) for d in np.shape(batch["input_word_ids"]))
-    reason = (f"{', '.join(f'{k} {rows / v:.1f} rows/s' for k, v in seconds.items())} on a "
-              f"batch of {shape} pieces")
-    print(f"--runtime=auto: {name} ({reason}); recorded in {path} for this CPU")
+      outputs[name] = candidate(sample)          # first call: tracing, sessions warmed up
+      seconds[name] = TIME(name, candidate, sample)
+    reference = outputs[next(p for p in candidates if is_float32(p))]
+    differences = {p: agree(reference, o) for p, o in outputs.items() if not is_float32(p)}
+    rates = {p: rows / v for p, v in seconds.items()}
+    name, reason = choose(rates, differences)
+    shape = "x".join(str(d) for d in sample["input_word_ids"].shape)
+    reason = f"{reason} (on {shape} pieces of the first batch)"
+    print(f"{flag}: {name} ({reason}); recorded in {path} for this CPU")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with atomic_open(path, encoding="utf-8") as f:
-      json.dump(dict(key, runtime=name, reason=reason,
-                     rows_per_second={k: rows / v for k, v in seconds.items()}), f, indent=2)
+      json.dump(dict(key, pair=name, runtime=name.split("/")[0], dtype=name.split("/")[1],
+                     reason=reason, rows_per_second=rates), f, indent=2)
     chosen.append(candidates[name])
-    return outputs[name]
+    candidates.clear()                           # the others' models are let go
+    return outputs[name] if rows == len(ids) else chosen[0](batch)
   return forward
+
+
+def same_argmax(reference: Dict[str, np.ndarray], outputs: Dict[str, np.ndarray],
+                names: Sequence[str] = ()) -> Optional[str]:
+  """None when every output in `names` (default: every one ending in `logits`) has the
+  same argmax over its last axis in `outputs` as in `reference` (a span's start and end, a
+  choice, a label); else the first that differs."""
+  for name in names or [k for k in reference if k.endswith("logits")]:
+    want, got = np.argmax(reference[name], -1), np.argmax(outputs[name], -1)
+    if not np.array_equal(want, got):
+      row = int(np.flatnonzero(np.asarray(want != got).reshape(-1))[0])
+      return f"{name}'s argmax differs in row {row} of the batch"
+  return None
