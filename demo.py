@@ -100,13 +100,15 @@ def _classify_on_device(tflite_file: str, glue_dir: str) -> None:
 
 
 def _rows_per_second(run_dirs, glue_dir: str, rounds: int = 3):
-  """Each run's dev pairs per second through predict.py's Predictor (its batches of 64
-  sorted by length), the best of `rounds` alternating passes over 5 copies of dev."""
+  """Each run's dev pairs per second through predict.py's Predictor in float32 (its batches
+  of 64 sorted by length), the best of `rounds` alternating passes over 5 copies of dev."""
   from albert_tf import Predictor  # pylint: disable=g-import-not-at-top
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
   pairs = [dict(sentence1=e.text_a, sentence2=e.text_b)
            for e in glue.read_examples(glue_dir, glue.get_task("MRPC"), "dev")] * 5
-  predictors = [Predictor.load(path, 64) for path in run_dirs]
+  # float32 both: the speed-up is the passes' (predict.py's default dtype, auto, may take
+  # bfloat16 for one run and not the other on a model this small).
+  predictors = [Predictor.load(path, 64, dtype="float32") for path in run_dirs]
   best = [0.0] * len(run_dirs)
   for _ in range(rounds + 1):   # (the first round traces)
     for i, predictor in enumerate(predictors):
@@ -223,7 +225,7 @@ def main(argv):
   print(f"MRPC-format dev set (best of {train_step} fine-tuning steps, at step "
         f"{int(mrpc['global_step'])}):")
   passes_of = lambda n: f"{n} pass" + ("es" if n > 1 else "")
-  print(f"  {'':34s}accuracy    F1   pairs/s (predict.py)")
+  print(f"  {'':34s}accuracy    F1   pairs/s (predict.py, float32)")
   print(f"  {'fine-tuned ALBERT (' + passes_of(depth) + ')':34s}{mrpc['accuracy']:.3f}   "
         f"{mrpc['f1']:.3f}   {speed[0]:7.0f}")
   print(f"  {'ALBERT lite, taught (' + passes_of(passes) + ')':34s}{lite['accuracy']:.3f}   "

@@ -39,6 +39,7 @@ BFLOAT16_MARGIN = 1.05
 # What `measured_choice` times: the first batch's first rows, up to this many pieces (at
 # least one row): ALBERT-base's 32 x 316 pieces took 4 float32 calls of 8.6 s each.
 MEASURED_PIECES = 2048
+MIN_TIMED_SECONDS = 0.5
 
 Forward = Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]
 # (float32 outputs, a candidate's outputs) -> None when they give the same answers, else
@@ -61,21 +62,30 @@ def is_float32(pair: str) -> bool:
   return pair.endswith("/float32")
 
 
-def choose(rates: Dict[str, float], differences: Dict[str, Optional[str]]
-           ) -> Tuple[str, str]:
-  """(the pair to answer with, why) from the rows/s each pair answered the first batch at
-  (`rates`) and, for each bfloat16 pair, what in its answers differed from float32's
-  (`differences`: None when nothing did). Float32 pairs: the fastest. A bfloat16 pair
-  replaces it only when at least `BFLOAT16_MARGIN` times as fast and answering alike."""
+def choose(rates: Dict[str, float], differences: Dict[str, Optional[str]],
+           first_rates: Optional[Dict[str, float]] = None) -> Tuple[str, str]:
+  """(the pair to answer with, why) from the rows/s each pair answered the first batch at,
+  warm (`rates`) and on a batch shape's first call (`first_rates`: each new batch width
+  costs oneDNN's bfloat16 kernels a first call, ~0.1 s on `make demo`'s model against a
+  40 ms batch, so a file of short texts meets it again and again), and, for each bfloat16
+  pair, what in its answers differed from float32's (`differences`: None when nothing
+  did). Float32 pairs: the fastest warm. A bfloat16 pair replaces it only when it answers
+  alike, is at least `BFLOAT16_MARGIN` times as fast warm, and is no slower on a new
+  shape's first call."""
+  first_rates = first_rates or rates
   float32 = {p: r for p, r in rates.items() if is_float32(p)}
   best = max(float32, key=float32.get)
-  why = ", ".join(f"{p} {r:.1f} rows/s" for p, r in rates.items())
+  why = ", ".join(f"{p} {r:.1f} rows/s ({first_rates[p]:.1f} on a new shape)"
+                  for p, r in rates.items())
   notes = []
   for pair in sorted((p for p in rates if not is_float32(p)), key=rates.get, reverse=True):
     if differences.get(pair):
       notes.append(f"{pair} not taken: {differences[pair]}")
     elif rates[pair] < BFLOAT16_MARGIN * rates[best]:
       notes.append(f"{pair} not taken: under {BFLOAT16_MARGIN:.2f}x float32's speed")
+    elif first_rates[pair] < first_rates[best]:
+      notes.append(f"{pair} not taken: slower than float32 on each new batch shape's first "
+                   "call")
     else:
       notes.append(f"{pair}: the same answers, {rates[pair] / rates[best]:.2f}x float32's speed")
       best = pair
@@ -151,28 +161,39 @@ def recorded_choice(path: str, key: Dict[str, object], flag: str = "auto") -> Op
   return recorded["pair"]
 
 
-def best_of_3(pair: str, forward: Forward, batch: Dict[str, np.ndarray]) -> float:
-  """The seconds `forward` (the pair `pair`'s, warmed up) takes on `batch`, best of 3."""
+def timed(pair: str, forward: Forward, warm_up: Optional[Dict[str, np.ndarray]],
+          batch: Dict[str, np.ndarray]) -> Tuple[float, float, Dict[str, np.ndarray]]:
+  """(seconds of `forward`'s first call on `batch`'s shape, after one call on `warm_up`'s
+  (another shape; None: none), the best warm call on `batch`: of 3, or of as many as fill
+  `MIN_TIMED_SECONDS`, since a small model's calls of a few ms vary by more than the
+  dtypes differ; the outputs of `batch`)."""
   del pair
-  best = float("inf")
-  for _ in range(3):
-    started = time.perf_counter()
+  if warm_up is not None:
+    forward(warm_up)                             # tracing, sessions, first execution
+  started = time.perf_counter()
+  outputs = forward(batch)
+  first = time.perf_counter() - started
+  best, calls, started = float("inf"), 0, time.perf_counter()
+  while calls < 3 or time.perf_counter() - started < MIN_TIMED_SECONDS:
+    call = time.perf_counter()
     forward(batch)
-    best = min(best, time.perf_counter() - started)
-  return best
+    best = min(best, time.perf_counter() - call)
+    calls += 1
+  return first, best, outputs
 
 
 # How `measured_choice` times a candidate; tests replace it to drive the choice.
-TIME: Callable[[str, Forward, Dict[str, np.ndarray]], float] = best_of_3
+TIME: Callable[[str, Forward, Optional[Dict[str, np.ndarray]], Dict[str, np.ndarray]],
+               Tuple[float, float, Dict[str, np.ndarray]]] = timed
 
 
 def measured_choice(candidates: Dict[str, Forward], path: str, key: Dict[str, object],
                     agree: Agreement, flag: str = "auto") -> Forward:
   """A forward that times every candidate pair on the first batch it is given (its first
-  rows, up to `MEASURED_PIECES` pieces: best of 3, after a first call that traces and warms
-  up), checks each bfloat16 pair's answers of those rows against the float32 ones
-  (`agree`), answers the batch with the pair `choose` takes, keeps that one (the others are
-  let go), and records the choice and its reason in `path` with `key`."""
+  rows, up to `MEASURED_PIECES` pieces: `timed`, a new shape's first call and warm),
+  checks each bfloat16 pair's answers of those rows against the float32 ones (`agree`),
+  answers the batch with the pair `choose` takes, keeps that one (the others are let go),
+  and records the choice and its reason in `path` with `key`."""
   chosen = []
 
   def forward(batch):
@@ -181,21 +202,28 @@ def measured_choice(candidates: Dict[str, Forward], path: str, key: Dict[str, ob
     ids = np.asarray(batch["input_word_ids"])
     rows = max(1, min(len(ids), MEASURED_PIECES // max(1, int(np.prod(ids.shape[1:])))))
     sample = {k: v[:rows] for k, v in batch.items()}
-    seconds, outputs = {}, {}
+    # One call on another shape first (a row fewer, else half the width) takes what a
+    # process pays once; the sample's own first call is then what each new shape costs.
+    width = ids.shape[-1]
+    warm_up = ({k: v[:rows - 1] for k, v in batch.items()} if rows > 1 else
+               {k: v[..., :width // 2] if v.shape[-1] == width else v
+                for k, v in sample.items()} if width > 1 else None)
+    first, seconds, outputs = {}, {}, {}
     for name, candidate in candidates.items():
-      outputs[name] = candidate(sample)          # first call: tracing, sessions warmed up
-      seconds[name] = TIME(name, candidate, sample)
+      first[name], seconds[name], outputs[name] = TIME(name, candidate, warm_up, sample)
     reference = outputs[next(p for p in candidates if is_float32(p))]
     differences = {p: agree(reference, o) for p, o in outputs.items() if not is_float32(p)}
     rates = {p: rows / v for p, v in seconds.items()}
-    name, reason = choose(rates, differences)
+    first_rates = {p: rows / v for p, v in first.items()}
+    name, reason = choose(rates, differences, first_rates)
     shape = "x".join(str(d) for d in sample["input_word_ids"].shape)
     reason = f"{reason} (on {shape} pieces of the first batch)"
     print(f"{flag}: {name} ({reason}); recorded in {path} for this CPU")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with atomic_open(path, encoding="utf-8") as f:
       json.dump(dict(key, pair=name, runtime=name.split("/")[0], dtype=name.split("/")[1],
-                     reason=reason, rows_per_second=rates), f, indent=2)
+                     reason=reason, rows_per_second=rates,
+                     rows_per_second_on_a_new_shape=first_rates), f, indent=2)
     chosen.append(candidates[name])
     candidates.clear()                           # the others' models are let go
     return outputs[name] if rows == len(ids) else chosen[0](batch)
