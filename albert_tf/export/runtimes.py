@@ -4,11 +4,12 @@ named NumPy outputs), and `auto`'s choice among these pairs, measured once per C
 weights.
 
 A pair is "runtime/dtype" (`PAIRS`). `--runtime=auto` weighs every runtime, `--dtype=auto`
-every dtype, both every pair (`candidates`). The rule (`choose`): the fastest pair on the
-first batch, except that a bfloat16 pair must be `BFLOAT16_MARGIN` times as fast as the
-fastest float32 pair and give that batch the float32 answers (labels, label sets, spans,
-choices; scores within the problem's tolerance): it trades precision for speed, and takes
-the trade only where the answers stay.
+every dtype, both every pair (`candidates`). The rule (`choose`): the fastest float32 pair
+on the first batch, unless a bfloat16 pair is `BFLOAT16_MARGIN` times as fast warm, no
+slower on a new batch shape's first call, and gives that batch the float32 answers (labels,
+label sets, spans, choices; scores within the problem's tolerance): bfloat16 trades
+precision for speed, and the trade is taken only where the answers stay and no file of
+any lengths answers slower.
 
 A run's forward is made by its owner (`albert_tf.runs.Run.answering`) from these; nothing
 here knows what a run is.
