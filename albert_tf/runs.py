@@ -676,10 +676,8 @@ class Run:
       for flag, value, taken in (("runtime", runtime, "tensorflow"), ("dtype", dtype, "float32")):
         if value == runtimes.AUTO:
           print(f"--{flag}=auto: {taken} ({why})")
-      runtime, dtype = "tensorflow", "float32" if dtype == runtimes.AUTO else dtype
-    if load_model and kind.graph is not None:
       from albert_tf.export.tf_hub import compute_dtype  # pylint: disable=g-import-not-at-top
-      with compute_dtype(dtype):
+      with compute_dtype("float32" if dtype == runtimes.AUTO else dtype):
         strings = kind.graph(self, self.model(), tokenizer)
     elif load_model:
       forward = self.forward_of(runtime, dtype, quantization)

@@ -39,8 +39,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # `benchmarking` (which imports TensorFlow) is imported where it is used, after a worker
-# has set TensorFlow's environment; from here, also when this file is loaded by path.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# has set TensorFlow's environment.
 
 from absl import app, flags
 

@@ -154,7 +154,7 @@ def test_the_readme_s_commands_name_real_flags():
       assert name in known, (script, name)
 
 
-def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
+def test_the_peer_benchmark_measures_albert_tf_steps_and_memory(monkeypatch):
   """Its albert_tf side runs here without the peers installed (an ALBERT-base step at b2
   s64, with the memory reading). The activations, ~6 MB a layer and ~75 MB in all, are read
   as the difference of two allocator peaks (a tiny step's and a real one's, each of a shape
@@ -177,6 +177,7 @@ def test_the_peer_benchmark_measures_albert_tf_steps_and_memory():
   # alone (the bound with all else free), the memory bandwidth, and the parameters the
   # bound's optimizer update counts.
   b = script_functions("benchmarks/benchmark_peers.py")
+  monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))   # (its helper, as a script sees it)
   peak = dict(impl="peak", preset="base", batch=1, seq=32, dtype="float32")
   config = AlbertConfig.from_preset("base")
   got = dict(peak=b["run_peak"](peak), matmuls=b["run_matmuls"](dict(peak, impl="matmuls",
