@@ -40,7 +40,7 @@ BFLOAT16_MARGIN = 1.05
 # What `measured_choice` times: the first batch's first rows, up to this many pieces (at
 # least one row): ALBERT-base's 32 x 316 pieces took 4 float32 calls of 8.6 s each.
 MEASURED_PIECES = 2048
-MIN_TIMED_SECONDS = 0.5
+MIN_TIMED_SECONDS = 0.2
 
 Forward = Callable[[Dict[str, np.ndarray]], Dict[str, np.ndarray]]
 # (float32 outputs, a candidate's outputs) -> None when they give the same answers, else
